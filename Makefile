@@ -1,0 +1,32 @@
+# Two commands on a fresh machine: `make book` and `make test`. Both create .venv on first use.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: book test release clean help
+
+help:
+	@echo "make book     build the site into _build/html (executes chapters; cached)"
+	@echo "make test     run the whole test suite (pytest; includes browser tests)"
+	@echo "make release  regenerate release/ from assignments/ with nbgrader"
+	@echo "make clean    remove _build"
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -n -W --keep-going
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+release: $(STAMP)
+	$(BIN)/nbgrader generate_assignment transformers --force
+
+clean:
+	rm -rf _build

@@ -1,0 +1,21 @@
+"""``python -m coursekit <command> [args]``: the course's thin command-line tools."""
+import importlib
+import sys
+
+COMMANDS = {
+    "export": ("coursekit.export", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
+}
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print("usage: python -m coursekit <command> [args]\n")
+        for name, (_, help_) in COMMANDS.items():
+            print(f"  {name:<12} {help_}")
+        return 2
+    module = importlib.import_module(COMMANDS[sys.argv[1]][0])
+    return module.main(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Export the chapters' ``# @save`` cells into ``book/course_lib.py``.
+
+A concept's code is shown once, in the chapter that teaches it, in a code cell whose first line is
+``# @save``. Later chapters import it (``from course_lib import make_sample``) instead of repeating it.
+``book/course_lib.py`` is generated from the chapters in ``_toc.yml`` order; ``tests/test_export.py`` fails
+if the committed file is stale. Regenerate with ``python -m coursekit export``.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+from . import ROOT
+
+MARK = "# @save"
+HEADER = '''"""Code exported from the chapters' `# @save` cells. Generated: do not edit by hand.
+
+Regenerate with `python -m coursekit export`; each block names the chapter that teaches it.
+"""
+'''
+CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+
+
+def chapter_files(root: Path = ROOT) -> list[Path]:
+    """Chapter sources in table-of-contents order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = []
+    for part in toc.get("parts", []):
+        for entry in part.get("chapters", []):
+            files.append(root / (entry["file"] + ".md"))
+    return [f for f in files if f.exists()]
+
+
+def saved_cells(path: Path) -> list[str]:
+    """Bodies of the ``# @save`` code cells of one MyST chapter (cell options stripped)."""
+    blocks = []
+    for match in CELL.finditer(path.read_text(encoding="utf-8")):
+        lines = match.group(1).splitlines()
+        while lines and lines[0].startswith(":"):  # ":tags: [...]" style options
+            lines.pop(0)
+        if lines and lines[0].strip() == MARK:
+            blocks.append("\n".join(lines[1:]).strip() + "\n")
+    return blocks
+
+
+def render(root: Path = ROOT) -> str:
+    parts = [HEADER]
+    for chapter in chapter_files(root):
+        for block in saved_cells(chapter):
+            parts.append(f"\n\n# --- from {chapter.relative_to(root)} ---\n{block}")
+    return "".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    target = ROOT / "book" / "course_lib.py"
+    text = render()
+    if argv and argv[0] == "--check":
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            print(f"{target.relative_to(ROOT)} is stale: run `python -m coursekit export`", file=sys.stderr)
+            return 1
+        return 0
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target.relative_to(ROOT)}")
+    return 0

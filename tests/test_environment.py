@@ -1,0 +1,74 @@
+"""environment.yml (Binder) and requirements.txt (pip) must pin the same packages at the same versions."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;#]+)$")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pins_from_lines(lines, source: str) -> dict[str, str]:
+    pins = {}
+    for raw in lines:
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        match = PIN.match(line)
+        assert match, f"{source}: '{raw.strip()}' is not an exact pin (name==version)"
+        pins[_norm(match.group(1))] = match.group(2)
+    return pins
+
+
+def requirement_pins() -> dict[str, str]:
+    return pins_from_lines((ROOT / "requirements.txt").read_text().splitlines(), "requirements.txt")
+
+
+def environment_pins() -> tuple[dict, dict[str, str]]:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_lists = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert len(pip_lists) == 1, "environment.yml: expected exactly one pip: section"
+    return env, pins_from_lines(pip_lists[0], "environment.yml")
+
+
+def test_environment_matches_requirements():
+    _, env_pins = environment_pins()
+    req = requirement_pins()
+    missing = sorted(set(req) - set(env_pins))
+    extra = sorted(set(env_pins) - set(req))
+    differ = sorted(k for k in set(req) & set(env_pins) if req[k] != env_pins[k])
+    assert not (missing or extra or differ), (
+        f"environment.yml vs requirements.txt: missing {missing}, extra {extra}, "
+        f"different versions {[(k, env_pins[k], req[k]) for k in differ]}"
+    )
+
+
+def test_environment_is_python_311_cpu_conda_forge():
+    env, pins = environment_pins()
+    assert env["channels"] == ["conda-forge"]
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    assert "python=3.11" in conda
+    assert pins["torch"] == "2.13.0"
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert any("download.pytorch.org/whl/cpu" in line for line in pip_section), "torch must come from the CPU index"
+
+
+def test_constraints_agree_with_pins():
+    """The full lock (constraints.txt) must not contradict a direct pin."""
+    lock = pins_from_lines((ROOT / "constraints.txt").read_text().splitlines(), "constraints.txt")
+    for name, version in requirement_pins().items():
+        if name in lock:
+            assert lock[name] == version, f"constraints.txt pins {name}=={lock[name]}, requirements.txt {version}"
+
+
+def test_pin_parser_rejects_ranges():
+    import pytest
+
+    with pytest.raises(AssertionError, match="not an exact pin"):
+        pins_from_lines(["torch>=2.2"], "x")
