@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: book test release clean help
+.PHONY: book test release clean help publish
 
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
 	@echo "make test     run the whole test suite (pytest; includes browser tests)"
 	@echo "make release  regenerate release/ from assignments/ with nbgrader"
+	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
 	@echo "make clean    remove _build"
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
@@ -30,3 +31,6 @@ release: $(STAMP)
 
 clean:
 	rm -rf _build
+
+publish: $(STAMP)
+	$(BIN)/python -m coursekit publish --out _build/publish

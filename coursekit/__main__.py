@@ -4,6 +4,8 @@ import sys
 
 COMMANDS = {
     "export": ("coursekit.export", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
+    "leaks": ("coursekit.leaks", "check published paths for solution/hidden-test lines and student data"),
+    "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
 }
 
 

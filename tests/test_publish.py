@@ -1,0 +1,122 @@
+"""`make publish` output carries no solution, no hidden test and no student data; the guard can fail."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run
+
+sys.path.insert(0, str(ROOT))
+from coursekit import leaks, publish  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def published(built_site, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("publish") / "out"
+    proc = run([sys.executable, "-m", "coursekit", "publish", "--out", str(out), "--site", str(built_site["html"])],
+               cwd=built_site["root"])
+    assert "leak guard: clean" in proc.stdout
+    return out
+
+
+def test_secrets_are_extracted_from_both_region_kinds():
+    secrets = leaks.course_secrets(ROOT)
+    nb = json.loads(next((ROOT / "assignments").rglob("*.ipynb")).read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    solution_cell = next(s for s in sources if "### BEGIN SOLUTION" in s and "def " in s)
+    hidden_cell = next(s for s in sources if "### BEGIN HIDDEN TESTS" in s)
+    assert any(line in leaks.normalise(solution_cell) for line in secrets)
+    assert any(line in leaks.normalise(hidden_cell) for line in secrets)
+    assert len(secrets) >= 40, f"only {len(secrets)} secret lines: extraction is broken"
+
+
+def test_student_tree_has_exactly_the_public_files(published):
+    student = published / "student"
+    top = sorted(p.name for p in student.iterdir())
+    assert top == sorted(["README.md", "book", "release", "environment.yml", "postBuild", "requirements.txt",
+                          "_config.yml", "_toc.yml"]), top
+    assert (student / "release" / "transformers" / "transformers.ipynb").exists()
+    assert not list(student.rglob("*.db"))
+    for forbidden in ("assignments", "submitted", "autograded", "feedback", "coursekit", "tests", "nbgrader_config.py"):
+        assert not list(student.rglob(forbidden)), f"{forbidden} in the student tree"
+
+
+def test_published_output_is_clean(published):
+    findings = leaks.scan([published], leaks.course_secrets(ROOT), set())
+    assert findings == [], "\n".join(map(str, findings))
+    assert (published / "site" / "index.html").exists()
+    assert (published / "site" / ".nojekyll").exists()
+
+
+def _planted(published: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "out"
+    shutil.copytree(published, copy)
+    return copy
+
+
+@pytest.mark.parametrize("where", ["site/book/02_attention.html", "site/_sources/book/02_attention.md",
+                                   "site/searchindex.js", "student/book/02_attention.md"])
+@pytest.mark.parametrize("kind", ["solution", "hidden"])
+def test_guard_catches_a_planted_leak(published, tmp_path, where, kind):
+    secrets = leaks.course_secrets(ROOT)
+    nb = json.loads(next((ROOT / "assignments").rglob("*.ipynb")).read_text())
+    marker = "### BEGIN SOLUTION" if kind == "solution" else "### BEGIN HIDDEN TESTS"
+    cell = next("".join(c["source"]) for c in nb["cells"]
+                if marker in "".join(c["source"]) and c["cell_type"] == "code")
+    line = next(raw for raw in cell.splitlines() if leaks.normalise(raw) in secrets)
+    out = _planted(published, tmp_path)
+    target = out / where
+    text = target.read_text(encoding="utf-8")
+    if target.suffix == ".html":  # as Sphinx would render it: escaped, inside highlighted spans
+        import html
+
+        words = html.escape(line).split(" ")
+        planted = "<pre>" + " ".join(f'<span class="n">{w}</span>' for w in words) + "</pre>"
+    elif target.suffix == ".js":
+        planted = json.dumps(line)
+    else:
+        planted = "\n" + line + "\n"
+    target.write_text(text + planted, encoding="utf-8")
+    findings = leaks.scan([out], secrets, set())
+    assert any(f.path == target and "line" in f.problem for f in findings), findings
+
+
+def test_guard_catches_student_data(published, tmp_path):
+    out = _planted(published, tmp_path)
+    (out / "site" / "gradebook.db").write_bytes(b"SQLite format 3\x00")
+    (out / "student" / "autograded" / "bob" / "transformers").mkdir(parents=True)
+    graded = json.loads((ROOT / "release" / "transformers" / "transformers.ipynb").read_text())
+    for cell in graded["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade"):
+            cell["metadata"]["nbgrader"]["score"] = 1.0
+    (out / "student" / "book" / "graded.ipynb").write_text(json.dumps(graded))
+    (out / "site" / "index.html").write_text((out / "site" / "index.html").read_text() + "<p>Graded: s1234567</p>")
+    findings = leaks.scan([out], leaks.course_secrets(ROOT), {"s1234567"})
+    problems = "\n".join(map(str, findings))
+    assert "gradebook" in problems
+    assert "student-data folder autograded/" in problems
+    assert "graded notebook" in problems
+    assert "student id 's1234567'" in problems
+
+
+def test_student_ids_come_from_the_course(course_dir):
+    (course_dir / "submitted" / "carol_k" / "transformers").mkdir(parents=True)
+    assert "carol_k" in leaks.known_student_ids(course_dir)
+
+
+def test_publish_refuses_and_removes_a_leaking_output(built_site, course_dir, tmp_path):
+    """A course whose chapter quotes a hidden test: publish exits 1 and leaves nothing to push."""
+    secrets = sorted(leaks.course_secrets(course_dir))
+    site = tmp_path / "site"
+    shutil.copytree(built_site["html"], site)
+    (site / "leak.html").write_text(f"<pre>{secrets[0]}</pre>")
+    out = tmp_path / "out"
+    proc = run([sys.executable, "-m", "coursekit", "publish", "--out", str(out), "--site", str(site)],
+               cwd=course_dir, check=False)
+    assert proc.returncode == 1 and "LEAK" in proc.stderr and not out.exists()
