@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
-	$(BIN)/nbgrader generate_assignment transformers --force
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader generate_assignment transformers --force  # nbgrader runs `alembic` from PATH
 
 clean:
 	rm -rf _build

@@ -4,8 +4,11 @@ import sys
 
 COMMANDS = {
     "export": ("coursekit.export", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
+    "cohort": ("coursekit.cohort", "write the homework's demo cohort into submitted/ (for a trial autograde)"),
     "leaks": ("coursekit.leaks", "check published paths for solution/hidden-test lines and student data"),
     "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
+    "execute": ("coursekit.execute", "execute the chapters in parallel into the build's jupyter-cache"),
+    "grade": ("coursekit.grade", "autograde a cohort with N parallel workers (sqlite or PostgreSQL gradebook)"),
 }
 
 

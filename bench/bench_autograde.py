@@ -1,0 +1,118 @@
+"""Autograde cost per submission vs the kernel floor, and parallel vs sequential throughput, in one run.
+
+    .venv/bin/python bench/bench_autograde.py [--students 40] [--jobs 2] [--floor-runs 5]
+
+In a temporary copy of the course: ``nbgrader generate_assignment``, then a cohort of ``--students`` submissions
+(the demo cohort of ``coursekit.cohort`` plus copies of the solved notebook). Measured side by side:
+
+* **floor**: a fresh kernel that imports the homework's libraries (torch, tokenizers, matplotlib, ipywidgets) and
+  nothing else — kernel start to import done (median of ``--floor-runs``);
+* **sequential**: stock ``nbgrader autograde transformers`` over the whole cohort; per-submission wall time from
+  the gaps between consecutive autograded notebooks' modification times (median), and total / students;
+* **parallel**: ``python -m coursekit grade transformers --jobs N --force`` on the same cohort; its throughput
+  against the sequential run's, and its ``nbgrader export`` CSV against the sequential one (must be identical);
+* **cells**: the solved notebook in a fresh kernel with ``NBGRADER_EXECUTION=autograde``, slowest cells first,
+  so a gap to the floor is attributed to cells.
+
+Targets: median per submission ≤ 1.3 × floor; parallel throughput ≥ 1.7 × sequential with identical scores.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import BIN, copy_course, machine, median, run_notebook, sh  # noqa: E402
+
+ASSIGNMENT = "transformers"
+FLOOR_CODE = "import torch, tokenizers, matplotlib.pyplot, ipywidgets"
+
+
+def make_cohort(course: Path, n: int) -> list[str]:
+    sys.path.insert(0, str(course))
+    from coursekit.cohort import Submission, demo_cohort
+
+    cohort = demo_cohort(course)
+    cohort += [Submission(f"copy_{k:03d}", "the solved notebook", solved="all") for k in range(max(0, n - len(cohort)))]
+    for sub in cohort:
+        sub.write(course, course=course)
+    return sorted(p.name for p in (course / "submitted").iterdir())
+
+
+def floor(runs: int, cwd: Path) -> list[dict]:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CODE)])
+    return [run_notebook(nb, cwd) for _ in range(runs)]
+
+
+def per_submission_from_mtimes(course: Path, students: list[str]) -> list[float]:
+    stamps = sorted((course / "autograded" / s / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").stat().st_mtime for s in students)
+    return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--floor-runs", type=int, default=5)
+    parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
+    args = parser.parse_args(argv)
+    print(f"bench_autograde: {machine()}")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-autograde-"))
+    course = copy_course(work / "course")
+    try:
+        sh([BIN / "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], course)
+        students = make_cohort(course, args.students)
+        n = len(students)
+        print(f"  cohort: {n} submissions")
+
+        floors = floor(args.floor_runs, course)
+        fl = median([f["wall"] for f in floors])
+        print(f"  floor (kernel + imports)   median {fl:5.2f} s  over {len(floors)} runs "
+              f"({', '.join(format(f['wall'], '.2f') for f in floors)}); CPU {median([f['cpu'] for f in floors]):.2f} s")
+
+        seq_total, seq = sh([BIN / "nbgrader", "autograde", ASSIGNMENT], course, check=False)
+        gaps = per_submission_from_mtimes(course, students)
+        seq_median = median(gaps)
+        sh([BIN / "nbgrader", "export", "--to", work / "sequential.csv"], course)
+        print(f"  sequential nbgrader autograde  {seq_total:6.1f} s total, {seq_total / n:5.2f} s/submission mean, "
+              f"{seq_median:5.2f} s median (p90 {statistics.quantiles(gaps, n=10)[-1]:.2f} s); "
+              f"CPU {seq.cpu / n:5.2f} s/submission")
+
+        par_total, proc = sh([BIN / "python", "-m", "coursekit", "grade", ASSIGNMENT, "--jobs", args.jobs, "--force",
+                              "--no-progress"], course, check=False)
+        sh([BIN / "nbgrader", "export", "--to", work / "parallel.csv"], course)
+        same = (work / "sequential.csv").read_text() == (work / "parallel.csv").read_text()
+        same_sorted = sorted((work / "sequential.csv").read_text().splitlines()) == \
+            sorted((work / "parallel.csv").read_text().splitlines())
+        print(f"  coursekit grade --jobs {args.jobs}       {par_total:6.1f} s total, {par_total / n:5.2f} s/submission "
+              f"(exit {proc.returncode}; export CSV {'identical' if same else 'same rows' if same_sorted else 'DIFFERENT'}); "
+              f"CPU {proc.cpu / n:5.2f} s/submission")
+        print("    " + "\n    ".join(proc.stdout.strip().splitlines()[-3:]))
+
+        solved = nbformat.read(course / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+        cells = run_notebook(solved, course / "assignments" / ASSIGNMENT, NBGRADER_EXECUTION="autograde")
+        print(f"  solved notebook under NBGRADER_EXECUTION: {cells['wall']:.2f} s in a fresh kernel "
+              f"(start {cells['startup']:.2f} s, peak {cells['peak_mb']:.0f} MB, CPU {cells['cpu']:.2f} s); slowest cells:")
+        for index, seconds, src in sorted(cells["cells"], key=lambda c: -c[1])[:6]:
+            print(f"    cell {index:>3} {seconds:5.2f} s  {src}")
+
+        print("\nratios (targets in brackets)")
+        print(f"  sequential median per submission / floor   {seq_median / fl:5.2f}×  [≤ 1.3×]")
+        print(f"  notebook alone (fresh kernel) / floor      {cells['wall'] / fl:5.2f}×  (the rest is nbgrader's own work)")
+        print(f"  parallel throughput / sequential           {seq_total / par_total:5.2f}×  [≥ 1.7×], "
+              f"scores {'identical' if same_sorted else 'DIFFERENT'}")
+        return 0 if same_sorted else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

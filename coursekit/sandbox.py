@@ -1,0 +1,89 @@
+"""Grading kernels with limits, a monkeypatch guard and survivable deaths: nbgrader plug-ins, no fork.
+
+``nbgrader_config.py`` puts ``GradingExecute`` in place of nbgrader's ``Execute`` in
+``Autograde.autograde_preprocessors`` (the rest of the stock list unchanged). Configure it there:
+
+    c.GradingKernelManager.memory_limit_mb = 4096   # address-space cap of each grading kernel (0: none)
+    c.GradingKernelManager.cpu_limit_s = 900        # total CPU seconds of each grading kernel (0: none)
+    c.GradingKernelManager.guard = True             # the monkeypatch guard of coursekit/kernel_guard.py
+    c.Execute.timeout = 30                          # per-cell wall-clock limit (stock nbgrader)
+
+What each part does:
+
+* ``GradingKernelManager`` (a jupyter_client ``AsyncKernelManager``) starts the kernel through
+  ``coursekit/kernel_guard.py``, which applies ``RLIMIT_AS``/``RLIMIT_CPU`` to the kernel process and installs
+  the guard that keeps the tests' checking machinery (``torch.testing.assert_close``, ``torch.Tensor.__eq__``,
+  builtins, IPython's error reporting …) out of a submission's reach.
+* ``GradingExecute`` (nbgrader's ``Execute``) uses that kernel manager and survives a kernel that dies (a
+  submission calling ``os._exit``, a crash, the CPU limit): stock nbgrader aborts that student's whole autograde
+  and leaves no grades; here the cell where the kernel died gets an error output saying so, and every later code
+  cell an error output "not run", so the cells that passed before keep their points, the later test cells score
+  zero and the instructor sees why in the autograded notebook and the log.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer
+
+GUARD = Path(__file__).resolve().with_name("kernel_guard.py")
+
+
+class GradingKernelManager(AsyncKernelManager):
+    """Start each grading kernel through kernel_guard.py: memory and CPU caps, monkeypatch guard."""
+
+    memory_limit_mb = Integer(4096, help="Address-space cap (RLIMIT_AS) of a grading kernel, MiB; 0: none.").tag(
+        config=True)
+    cpu_limit_s = Integer(900, help="Total CPU-time cap (RLIMIT_CPU) of a grading kernel, seconds; 0: none.").tag(
+        config=True)
+    guard = Bool(True, help="Install the monkeypatch guard (coursekit/kernel_guard.py) in grading kernels.").tag(
+        config=True)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        wrapper = [sys.executable, str(GUARD), f"--memory-mb={self.memory_limit_mb}",
+                   f"--cpu-seconds={self.cpu_limit_s}"]
+        if not self.guard:
+            wrapper.append("--no-guard")
+        return wrapper + ["--"] + cmd
+
+
+def _error(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                        traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
+
+
+class GradingExecute(Execute):
+    """nbgrader's Execute with GradingKernelManager, surviving a kernel that dies mid-notebook."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", GradingKernelManager)
+        super().__init__(*args, **kwargs)
+        self._died_at = None
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._died_at = None
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if self._died_at is not None:
+            if cell.cell_type == "code":
+                cell.outputs = [_error("KernelDied", f"not run: the kernel died in an earlier cell "
+                                                     f"(cell {self._died_at})")]
+                cell.execution_count = None
+            return cell, resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._died_at = index
+            self.log.error("The grading kernel died while running cell %d (%s): the remaining cells are marked "
+                           "'not run' and score zero", index,
+                           cell.metadata.get("nbgrader", {}).get("grade_id", "no grade id"))
+            cell.outputs.append(_error("KernelDied", "the kernel died while running this cell (os._exit, a crash "
+                                                     "or the grading kernel's CPU/memory limit)"))
+            return cell, resources

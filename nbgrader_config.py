@@ -1,0 +1,64 @@
+"""nbgrader configuration for the course. Every command runs from the repository root with no flags:
+
+    nbgrader generate_assignment transformers   # assignments/ -> release/ (+ gradebook.db)
+    nbgrader autograde transformers             # submitted/<student>/transformers/ -> autograded/ (+ scores)
+    nbgrader generate_feedback transformers     # autograded/ -> feedback/<student>/transformers/*.html
+    nbgrader export                             # gradebook -> grades.csv
+
+See book/instructors.md for the whole workflow.
+"""
+import os
+import sys
+
+c = get_config()  # noqa: F821 -- provided by traitlets when it loads this file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# --- Course directory layout (the folder names are the pipeline; see the design notes) ---------------------------
+c.CourseDirectory.root = HERE  # the repository root ('.' when run from it), as an absolute path
+c.CourseDirectory.source_directory = "assignments"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+# Gradebook: a local SQLite file, ignored by git (student data never enters the repository). For a shared
+# course server point this at PostgreSQL instead, e.g. "postgresql://user@host/course".
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
+
+# A fresh clone has no gradebook: generate_assignment creates the assignment record, autograde creates students
+# it has not seen (register them beforehand with `nbgrader db student add` or `nbgrader db student import`).
+c.GenerateAssignment.create_assignment = True
+c.Autograde.create_student = True
+
+# --- Autograding --------------------------------------------------------------------------------------------------
+# Per-cell time limit (seconds) for the grading kernel. The slowest cell of the solved notebook (imports) takes
+# a few seconds; a test cell well under one.
+c.Execute.timeout = 30
+c.Execute.startup_timeout = 120
+# Graded cells a student deleted are put back from the gradebook before grading (with a note in the cell).
+c.OverwriteCells.add_missing_cells = True
+# nbgrader scores a test cell zero if it wrote *anything* to stderr (nbgrader.utils.determine_grade), so a harmless
+# library warning (DeprecationWarning, UserWarning, ...) would cost a student the points of a passing test. The
+# homework's tests fail by raising, never by printing; drop stderr outputs that are warnings before scoring.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"(?m)\b[A-Z]\w*Warning: "
+
+# --- Feedback ----------------------------------------------------------------------------------------------------
+# Upstream feedback shows the restored hidden tests (jupyter/nbgrader#1363); remove them, and shorten the
+# tracebacks of test cells that contain hidden tests (a traceback quotes the failing line).
+sys.path.insert(0, HERE)
+try:
+    from coursekit.nbgrader_plugins import FeedbackHidesHiddenTests
+except ImportError:  # e.g. a copy of this file without coursekit/: fail loudly only when feedback is generated
+    FeedbackHidesHiddenTests = "coursekit.nbgrader_plugins.FeedbackHidesHiddenTests"
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    FeedbackHidesHiddenTests,
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+
+# --- Release -----------------------------------------------------------------------------------------------------
+# What replaces a solution in the release: a stub whose error says what to do when a check runs it.
+c.ClearSolutions.code_stub = {
+    "python": '# YOUR CODE HERE\nraise NotImplementedError("not done yet: replace this line with your code")'
+}

@@ -1,0 +1,217 @@
+"""The homework's source notebook follows the course's nbgrader conventions; the nbgrader plug-ins and settings
+behave as configured. Fast: no kernel, no nbgrader run (those are in test_homework_pipeline.py)."""
+from __future__ import annotations
+
+import re
+import sys
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT))
+from coursekit import cohort  # noqa: E402
+from coursekit.nbgrader_plugins import FeedbackHidesHiddenTests  # noqa: E402
+
+SOURCE = cohort.source_path(ROOT)
+FUNCTIONS = ["attention", "masked_mean", "accuracy", "train_bpe_tokenizer", "tokens_per_word", "embedding_parameters"]
+HEADING = re.compile(r"^## Exercise (\d+(?:\.\d+)?) — (.+) \((\d+) points?\)$", re.M)
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return nbformat.read(str(SOURCE), as_version=4)
+
+
+def meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def test_notebook_is_valid_and_the_only_file_of_the_assignment(nb):
+    nbformat.validate(nb)
+    # generate_assignment copies every file of the folder into the release: nothing else may live there.
+    assert sorted(p.name for p in SOURCE.parent.iterdir()) == ["transformers.ipynb"]
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_header_asks_for_name_and_collaborators(nb):
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert first_code.source == 'NAME = ""\nCOLLABORATORS = ""'
+
+
+def test_every_coded_exercise_is_autograded(nb):
+    functions = cohort.function_cells(nb)
+    assert sorted(functions) == sorted(FUNCTIONS)
+    for name in FUNCTIONS:
+        tests = cohort.cells_of(name, ROOT)
+        assert tests, f"{name} has no autograded test cell"
+
+
+def test_grade_ids_are_unique_and_descriptive(nb):
+    ids = [meta(c)["grade_id"] for c in nb.cells if meta(c)]
+    assert len(ids) == len(set(ids)), "duplicate grade_id"
+    for gid in ids:
+        assert re.fullmatch(r"[a-z][a-z0-9_]{5,}", gid) and not gid.startswith("cell"), gid
+
+
+def test_test_cells_have_a_docstring_visible_checks_then_hidden_tests(nb):
+    for cell in nb.cells:
+        m = meta(cell)
+        if not (m.get("grade") and not m.get("solution")):
+            continue
+        src = cell.source
+        first = src.split("\n", 1)[0]
+        assert first.startswith('"""') and first.endswith('"""') and len(first) > 30, (m["grade_id"], first)
+        assert m["locked"] and m["points"] > 0
+        assert src.count("### BEGIN HIDDEN TESTS") == 1 and src.count("### END HIDDEN TESTS") == 1, m["grade_id"]
+        visible, hidden = src.split("### BEGIN HIDDEN TESTS")
+        assert visible.count("\n") >= 3, f"{m['grade_id']}: no visible checks before the hidden tests"
+        assert hidden.strip().endswith("### END HIDDEN TESTS")
+        # A test cell must fail by raising: never swallow NotImplementedError, never print a grade.
+        assert not re.search(r"\bexcept\b", src), f"{m['grade_id']}: test cells must not catch exceptions"
+        last = [line for line in visible.strip().split("\n")][-1]
+        assert last.startswith(("print(", "assert", "torch.testing")), (
+            f"{m['grade_id']}: the visible part must not end in an expression (nbgrader would read it as a "
+            f"partial grade)")
+
+
+def test_each_test_cell_checks_one_function(nb):
+    """A wrong answer loses points on its own exercise only: a test cell calls exactly one student function."""
+    for name in FUNCTIONS:
+        for gid in cohort.cells_of(name, ROOT):
+            src = next(c.source for c in nb.cells if meta(c).get("grade_id") == gid)
+            called = {f for f in FUNCTIONS if re.search(rf"\b{f}\(", src)}
+            assert called == {name}, f"{gid} calls {sorted(called)}"
+
+
+def test_exercise_headings_state_the_points_of_their_cells(nb):
+    """`## Exercise N — title (P points)`: P equals the points of the graded cells up to the next heading."""
+    sections, current = {}, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            match = HEADING.search(cell.source)
+            if match:
+                current = match.group(1)
+                sections[current] = [int(match.group(3)), 0.0]
+            elif cell.source.startswith("## ") and not meta(cell):
+                current = None
+        if meta(cell).get("grade"):
+            assert current, f"graded cell {meta(cell)['grade_id']} outside an exercise"
+            sections[current][1] += meta(cell)["points"]
+    assert list(sections) == ["2", "3", "4", "5", "6.1", "6.2", "6.3", "6.4"]
+    for number, (stated, counted) in sections.items():
+        assert stated == counted, f"Exercise {number}: heading says {stated} points, cells give {counted}"
+    table = nb.cells[2].source
+    assert "| Exercise 2 |" in table and sum(int(x) for x in re.findall(r"\| (\d+) \|\n", table + "\n")) == sum(
+        s for s, _ in sections.values())
+
+
+def test_every_prompt_has_a_manually_graded_answer(nb):
+    answers = [c for c in nb.cells if meta(c).get("grade") and meta(c).get("solution")]
+    assert len(answers) >= 10
+    for cell in answers:
+        assert cell.cell_type == "markdown"
+        body = cell.source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "").strip()
+        assert cell.source.startswith("### BEGIN SOLUTION") and len(body) > 200, meta(cell)["grade_id"]
+    prompts = [c.source for c in nb.cells if c.cell_type == "markdown"
+               and re.search(r"\*\*(Discuss|Predict|Experiment|Anatomy|Record|A handcrafted|Interpret|Compare)", c.source)]
+    assert len(prompts) == len(answers) - 1  # Exercise 6.2's prompt is its heading's text
+    for i, cell in enumerate(nb.cells):
+        if meta(cell).get("grade") and meta(cell).get("solution"):
+            assert nb.cells[i - 1].cell_type in ("markdown", "code"), "answer cells follow their prompt"
+
+
+def test_deleted_graded_cells_can_be_put_back(nb):
+    """nbgrader re-adds a deleted graded cell after the previous nbgrader cell of the submission; that lookup only
+    knows grade and solution cells, so no read-only (locked-only) cell may sit right before a graded one."""
+    tracked = [c for c in nb.cells if meta(c)]
+    for prev, cell in zip(tracked, tracked[1:]):
+        if meta(cell).get("grade"):
+            assert meta(prev).get("grade") or meta(prev).get("solution"), meta(cell)["grade_id"]
+
+
+def test_demo_cells_skip_heavy_work_while_grading(nb):
+    plain = [c.source for c in nb.cells if c.cell_type == "code" and not meta(c)]
+    heavy = [s for s in plain if "plt.subplots" in s and "def " not in s or "widgets.Button" in s]
+    assert len(heavy) == 2
+    for src in heavy:
+        assert "if GRADING:" in src
+    setup = next(s for s in plain if "NBGRADER_EXECUTION" in s)
+    assert "torch.set_num_threads(1)" in setup
+
+
+def test_cohort_builds_submissions_from_the_release():
+    sub = cohort.Submission("x", solved=["attention"], bodies={"accuracy": "return 0.5"})
+    built = sub.notebook(ROOT)
+    by_id = {meta(c).get("grade_id"): c.source for c in built.cells if meta(c)}
+    assert "einsum" in by_id["attention_solution"] and "### BEGIN" not in by_id["attention_solution"]
+    assert by_id["accuracy_solution"].rstrip().endswith("    return 0.5")
+    assert "NotImplementedError" in by_id["masked_mean_solution"]
+    assert "BEGIN HIDDEN TESTS" not in by_id["attention_padding"], "submissions start from the release"
+    with pytest.raises(KeyError):
+        cohort.Submission("y", bodies={"no_such_function": "pass"}).notebook(ROOT)
+    assert cohort.cells_of("attention", ROOT) == {
+        "attention_worked_examples", "attention_padding", "attention_matches_pytorch"}
+
+
+# --- plug-ins and settings of nbgrader_config.py -------------------------------------------------------------------
+
+def _config():
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+
+
+def test_config_names_the_course_layout():
+    c = _config()
+    assert c.CourseDirectory.root == str(ROOT)
+    assert (c.CourseDirectory.source_directory, c.CourseDirectory.release_directory,
+            c.CourseDirectory.submitted_directory, c.CourseDirectory.autograded_directory,
+            c.CourseDirectory.feedback_directory) == ("assignments", "release", "submitted", "autograded", "feedback")
+    assert c.CourseDirectory.db_url == f"sqlite:///{ROOT / 'gradebook.db'}"
+    assert "gradebook.db" in (ROOT / ".gitignore").read_text().split()
+    assert c.Execute.timeout > 0 and c.OverwriteCells.add_missing_cells is True
+
+
+def test_warnings_on_stderr_do_not_cost_points_but_other_stderr_does():
+    from nbgrader.preprocessors import IgnorePattern
+    from nbgrader.utils import determine_grade
+
+    c = _config()
+
+    def graded_cell(text):
+        cell = new_code_cell("check()", outputs=[new_output("stream", name="stderr", text=text)])
+        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 2, "grade_id": "t", "locked": True}
+        return cell
+
+    pre = IgnorePattern(config=c)
+    assert pre.enabled
+    for text in ["/tmp/ipykernel_1/2.py:3: DeprecationWarning: old\n  warnings.warn('old')\n",
+                 "/site-packages/torch/nn/modules/x.py:9: UserWarning: enable_nested_tensor is True\n",
+                 "a.py:1: FutureWarning: x\nb.py:2: RuntimeWarning: overflow\n"]:
+        cell, _ = pre.preprocess_cell(graded_cell(text), {}, 0)
+        assert determine_grade(cell) == (2, 2), text
+    cell, _ = pre.preprocess_cell(graded_cell("Traceback: something went wrong\n"), {}, 0)
+    assert determine_grade(cell) == (0, 2), "stderr that is not a warning still fails the cell (stock nbgrader)"
+
+
+def test_feedback_preprocessor_removes_hidden_tests_and_their_tracebacks():
+    visible = '"""doc"""\nassert f(1) == 1'
+    hidden = "_secret_reference = 42\nassert f(2) == _secret_reference, 'f(2) is wrong'"
+    cell = new_code_cell(f"{visible}\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS", outputs=[
+        new_output("error", ename="AssertionError", evalue="f(2) is wrong",
+                   traceback=["----", "----> 5 assert f(2) == _secret_reference, 'f(2) is wrong'", "AssertionError"])])
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 1, "grade_id": "t", "locked": True}
+    other = new_code_cell("1/0", outputs=[new_output("error", ename="ZeroDivisionError", evalue="division by zero",
+                                                     traceback=["----> 1 1/0", "ZeroDivisionError"])])
+    nb = new_notebook(cells=[cell, other])
+    nb, _ = FeedbackHidesHiddenTests(config=_config()).preprocess(nb, {})
+    text = nbformat.writes(nb)
+    assert "_secret_reference" not in text and "BEGIN HIDDEN" not in text
+    assert nb.cells[0].source.startswith(visible) and "hidden tests ran here" in nb.cells[0].source
+    assert "AssertionError: f(2) is wrong" in nb.cells[0].outputs[0].traceback[0]
+    assert nb.cells[1].outputs[0].traceback == ["----> 1 1/0", "ZeroDivisionError"], "other cells are untouched"
+    c = _config()
+    assert FeedbackHidesHiddenTests in c.GenerateFeedback.preprocessors

@@ -1,0 +1,174 @@
+"""The whole nbgrader workflow, end to end, with the real CLI and no flags, in a temporary copy of the course:
+
+validate (source passes, release fails everything) → generate_assignment on a fresh clone (no gradebook) → the demo
+cohort (coursekit.cohort) collected into submitted/ → autograde → scores through the Gradebook API and the
+`nbgrader export` CSV → generate_feedback (HTML per student, no hidden test source) → a control run proving that the
+warnings setting is what keeps a noisy but correct submission at full points."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, ROOT, copy_course, run
+
+sys.path.insert(0, str(ROOT))
+from coursekit import cohort  # noqa: E402
+
+pytestmark = pytest.mark.slow
+NBGRADER = str(BIN / "nbgrader")
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def scores_from_gradebook(course: Path, students) -> dict[str, dict[str, float]]:
+    from nbgrader.api import Gradebook
+
+    found = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in students:
+            notebook = gb.find_submission_notebook("transformers", "transformers", student)
+            found[student] = {g.name: g.auto_score for g in notebook.grades if g.cell.cell_type == "code"}
+            found[student]["__total__"] = notebook.code_score
+    return found
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    course = copy_course(tmp_path_factory.mktemp("pipeline") / "course")
+    assert not (course / "gradebook.db").exists()
+    out = {"course": course, "cohort": cohort.demo_cohort(course)}
+    out["validate_source"] = run([NBGRADER, "validate", "assignments/transformers/transformers.ipynb"], cwd=course)
+    out["validate_release"] = run([NBGRADER, "validate", "--invert", "release/transformers/transformers.ipynb"],
+                                  cwd=course)
+    run([NBGRADER, "generate_assignment", "transformers", "--force"], cwd=course)
+    for sub in out["cohort"]:
+        sub.write(course)
+    out["submitted_before"] = tree_digest(course / "submitted")
+    start = time.perf_counter()
+    out["autograde"] = run([NBGRADER, "autograde", "transformers"], cwd=course, timeout=1800)
+    out["autograde_seconds"] = time.perf_counter() - start
+    out["submitted_after"] = tree_digest(course / "submitted")
+    out["scores"] = scores_from_gradebook(course, [s.student for s in out["cohort"]])
+    out["feedback"] = run([NBGRADER, "generate_feedback", "transformers"], cwd=course)
+    out["export"] = run([NBGRADER, "export"], cwd=course)
+    with open(course / "grades.csv", newline="") as f:
+        out["csv"] = {row["student_id"]: row for row in csv.DictReader(f)}
+    # Control: the same noisy submission graded without the warnings setting loses every point.
+    run([NBGRADER, "autograde", "transformers", "--student", "demo_noisy_deleted_cell", "--force",
+         "--IgnorePattern.enabled=False"], cwd=course)
+    out["control"] = scores_from_gradebook(course, ["demo_noisy_deleted_cell"])["demo_noisy_deleted_cell"]
+    print(f"\nautograde: {len(out['cohort'])} submissions in {out['autograde_seconds']:.0f} s "
+          f"({out['autograde_seconds'] / len(out['cohort']):.1f} s each)")
+    for student, scores in out["scores"].items():
+        print(f"  {student:<34} {scores['__total__']:g}")
+    return out
+
+
+def test_source_validates_and_release_fails_every_test(pipeline):
+    assert "Success! Your notebook passes all the tests." in pipeline["validate_source"].stdout
+    assert "Success! The notebook does not pass any tests." in pipeline["validate_release"].stdout
+
+
+def test_demo_cohort_covers_every_situation(pipeline):
+    names = [s.student for s in pipeline["cohort"]]
+    for required in ["demo_full_solution", "demo_untouched", "demo_partial"]:
+        assert required in names
+    mistakes = [s for s in pipeline["cohort"] if s.fails and s.student not in ("demo_untouched", "demo_partial")]
+    hit = {cohort.function_cells(cohort.read(cohort.source_path(ROOT)))[f]
+           for s in mistakes for f in s.bodies}
+    assert len(hit) == 6, "one typical mistake per autograded exercise"
+
+
+def test_every_submission_gets_exactly_its_expected_scores(pipeline):
+    course = pipeline["course"]
+    for sub in pipeline["cohort"]:
+        got = dict(pipeline["scores"][sub.student])
+        total = got.pop("__total__")
+        assert got == sub.expected_scores(course), f"{sub.student} ({sub.note})"
+        assert total == sum(got.values())
+
+
+def test_full_untouched_and_partial_totals(pipeline):
+    scores = {s: v["__total__"] for s, v in pipeline["scores"].items()}
+    full = sum(cohort.autograded_cells(cohort.read(cohort.source_path(ROOT))).values())
+    assert full == 19
+    assert scores["demo_full_solution"] == full
+    assert scores["demo_untouched"] == 0
+    assert scores["demo_partial"] == 9  # Exercise 2 (6 points) + Exercise 4 (3 points)
+    assert scores["demo_noisy_deleted_cell"] == full
+    assert "Missing grade cell accuracy_returns_float encountered, adding to notebook" in pipeline["autograde"].stderr
+
+
+def test_each_mistake_costs_points_on_its_own_exercise_only(pipeline):
+    source = cohort.read(cohort.source_path(ROOT))
+    for sub in pipeline["cohort"]:
+        if not sub.bodies or not sub.fails:
+            continue
+        (function,) = sub.bodies
+        own = cohort.cells_of(function, ROOT)
+        scores = pipeline["scores"][sub.student]
+        lost = {g for g, points in cohort.autograded_cells(source).items() if scores[g] < points}
+        assert lost and lost <= own, f"{sub.student}: lost {sorted(lost)}, own exercise {sorted(own)}"
+
+
+def test_warnings_setting_is_what_keeps_noisy_correct_work_at_full_points(pipeline):
+    assert pipeline["control"]["__total__"] == 0, "without IgnorePattern the warnings would cost every point"
+
+
+def test_export_csv_agrees_with_the_gradebook(pipeline):
+    rows = pipeline["csv"]
+    assert set(rows) == {s.student for s in pipeline["cohort"]}
+    source = cohort.read(cohort.source_path(ROOT))
+    max_total = sum(float(c.metadata["nbgrader"]["points"]) for c in source.cells
+                    if c.metadata.get("nbgrader", {}).get("grade"))
+    for student, row in rows.items():
+        assert row["assignment"] == "transformers"
+        assert float(row["raw_score"]) == pipeline["scores"][student]["__total__"]
+        assert float(row["max_score"]) == max_total == 34
+
+
+def test_submitted_files_are_never_modified(pipeline):
+    assert pipeline["submitted_after"] == pipeline["submitted_before"]
+
+
+def test_feedback_is_written_for_everyone_and_reveals_no_hidden_test(pipeline):
+    from bs4 import BeautifulSoup
+    from test_homework_release import REGIONS, secret_lines
+
+    course = pipeline["course"]
+    source = cohort.read(cohort.source_path(ROOT))
+    hidden_only = {line for line in secret_lines(source)}
+    # Lines of solution regions legitimately appear in the feedback of students who wrote the same code.
+    solution_lines = set()
+    for cell in source.cells:
+        if "### BEGIN SOLUTION" in cell.source:
+            solution_lines |= {" ".join(line.split()) for line in cohort.solution_region(cell.source).split("\n")}
+    hidden_only -= solution_lines
+    assert len(hidden_only) > 100
+    for sub in pipeline["cohort"]:
+        page = course / "feedback" / sub.student / "transformers" / "transformers.html"
+        assert page.exists(), f"no feedback for {sub.student}"
+        text = BeautifulSoup(page.read_text(), "html.parser").get_text()  # code keeps its own line breaks
+        lines = {" ".join(line.split()) for line in text.split("\n")}
+        joined = " ".join(text.split())
+        assert "_q = torch.zeros(1, 2, 3)" in lines, "the extraction finds code lines (visible tests are shown)"
+        leaked = [line for line in hidden_only if line in lines]
+        assert not leaked, f"{sub.student}: hidden test code in feedback, e.g. {leaked[:3]}"
+        for start, end in REGIONS[1:]:
+            assert start not in text and end not in text
+        total = pipeline["scores"][sub.student]["__total__"]
+        assert re.search(rf"Score:\s*{total:g}(\.0)?\s*/\s*34", joined), f"{sub.student}: score missing in feedback"
+    wrong = BeautifulSoup((course / "feedback" / "demo_accuracy_ties_positive" / "transformers" /
+                           "transformers.html").read_text(), "html.parser").get_text()
+    assert "hidden tests ran here" in wrong
+    assert "a logit of exactly 0 is a NEGATIVE prediction" in wrong, "a failing hidden check's message is shown"
+    assert "Traceback shortened" in wrong

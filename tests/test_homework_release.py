@@ -1,0 +1,126 @@
+"""release/transformers/ is what nbgrader generates from assignments/ (never stale), holds no solution and no hidden
+test, and greets a learner who runs it untouched with clear messages."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+
+import nbformat
+import pytest
+
+from conftest import BIN, ROOT, run
+
+sys.path.insert(0, str(ROOT))
+from coursekit import cohort  # noqa: E402
+
+REGIONS = [("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")]
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def secret_lines(nb) -> set[str]:
+    """Non-trivial lines of solution and hidden-test regions that appear nowhere outside such a region."""
+    inside, outside = set(), set()
+    for cell in nb.cells:
+        state = None
+        for line in cell.source.split("\n"):
+            begin = next((end for start, end in REGIONS if start in line), None)
+            if begin:
+                state = begin
+                continue
+            if state and state in line:
+                state = None
+                continue
+            (inside if state else outside).add(_norm(line))
+    return {line for line in inside - outside if len(line) >= 12}
+
+
+def comparable(nb: dict) -> dict:
+    """The whole notebook minus what is volatile between runs (nothing is, with nbgrader 0.9.6; kept explicit)."""
+    nb = json.loads(json.dumps(nb))
+    nb.get("metadata", {}).pop("widgets", None)
+    return nb
+
+
+@pytest.mark.slow
+def test_committed_release_is_what_nbgrader_generates(course_dir):
+    shutil.rmtree(course_dir / "release")
+    run([str(BIN / "nbgrader"), "generate_assignment", "transformers"], cwd=course_dir)
+    fresh = json.loads((course_dir / "release" / "transformers" / "transformers.ipynb").read_text())
+    committed = json.loads(cohort.release_path(ROOT).read_text())
+    assert sorted(p.name for p in (course_dir / "release" / "transformers").iterdir()) == sorted(
+        p.name for p in cohort.release_path(ROOT).parent.iterdir())
+    assert len(fresh["cells"]) == len(committed["cells"]), "release is stale: run `make release`"
+    for new, old in zip(fresh["cells"], committed["cells"]):
+        assert (new["cell_type"], "".join(new["source"]), new["metadata"]) == (
+            old["cell_type"], "".join(old["source"]), old["metadata"]), (
+            f"release is stale at cell {new.get('id')}: run `make release`")
+    assert comparable(fresh) == comparable(committed), "release is stale: run `make release`"
+
+
+def test_release_contains_no_solution_and_no_hidden_test():
+    source = cohort.read(cohort.source_path(ROOT))
+    release_text = cohort.release_path(ROOT).read_text()
+    release = nbformat.reads(release_text, as_version=4)
+    secrets = secret_lines(source)
+    assert len(secrets) > 150, f"only {len(secrets)} secret lines found: the extraction is broken"
+    for start, end in REGIONS:
+        assert start not in release_text and end not in release_text
+    released_lines = {_norm(line) for cell in release.cells for line in cell.source.split("\n")}
+    leaked = sorted(secrets & released_lines)
+    assert not leaked, f"{len(leaked)} solution/hidden-test lines in the release, e.g. {leaked[:3]}"
+    for cell in release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":
+            assert 'raise NotImplementedError("not done yet' in cell.source
+        if meta.get("solution") and cell.cell_type == "markdown":
+            assert cell.source == "YOUR ANSWER HERE"
+    # Same cells, same order, same grade ids as the source.
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in release.cells] == [
+        c.metadata.get("nbgrader", {}).get("grade_id") for c in source.cells]
+    assert all(not c.get("outputs") for c in release.cells if c.cell_type == "code")
+
+
+def test_secret_line_extraction_can_fail():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "def f():\n    ### BEGIN SOLUTION\n    return secret_value_of_f\n    ### END SOLUTION\nprint('visible line here')")])
+    assert secret_lines(nb) == {"return secret_value_of_f"}
+
+
+@pytest.mark.slow
+def test_learner_running_the_untouched_release_sees_clear_messages(tmp_path):
+    """Run all cells of the release (errors allowed): only graded test cells fail, each with NotImplementedError;
+    the demonstration cells say which exercise to complete instead of failing; training never starts."""
+    from nbclient import NotebookClient
+
+    nb = cohort.read(cohort.release_path(ROOT))
+    env_before = os.environ.pop("NBGRADER_EXECUTION", None)
+    try:
+        NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3",
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        if env_before is not None:
+            os.environ["NBGRADER_EXECUTION"] = env_before
+    failing, messages = [], []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+        if meta.get("grade"):
+            assert [e.ename for e in errors] == ["NotImplementedError"], (meta["grade_id"], errors)
+            assert any("not done yet" in line for line in errors[0].traceback)
+            failing.append(meta["grade_id"])
+        else:
+            assert not errors, f"a non-graded cell failed for a learner who has done nothing:\n{cell.source[:300]}"
+            messages += re.findall(r"Complete Exercise [\d.]+ first", text)
+    assert len(failing) == len(cohort.autograded_cells(nb))
+    assert {m.split()[2] for m in messages} == {"4", "6.1", "6.4"}
+    widget_cells = [c for c in nb.cells if "widgets.Button" in c.source]
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget_cells[0].outputs)

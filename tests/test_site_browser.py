@@ -1,0 +1,354 @@
+"""The built site in real Chromium: offline, no console errors, math, figures, search, dark mode, launch buttons, a11y.
+
+The book is built once per session (`built_site` in conftest.py) into a temporary copy and served from
+127.0.0.1. Every request to any other host is recorded and aborted, so these tests also prove the site works
+offline. Every page is visited once (`site_visits`); the tests below assert on what that visit recorded.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+
+from browser_util import AXE_JS, RequestRecorder, artifacts_dir, launch, require_browser_tools, serve
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+CHAPTER = re.compile(r"^book/\d\d_[a-z0-9_]+\.html$")
+BLOCKING_IMPACTS = ("serious", "critical")
+
+WAIT_FOR_MATHJAX = """async () => {
+    if (!window.MathJax || !window.MathJax.startup) return 'no-mathjax';
+    await window.MathJax.startup.promise;
+    return 'typeset';
+}"""
+
+# Text the reader sees in the article, with code, scripts and typeset math taken out: no TeX may be left in it.
+VISIBLE_PROSE = """() => {
+    const article = document.querySelector('main') || document.body;
+    const clone = article.cloneNode(true);
+    clone.querySelectorAll('pre, code, script, style, mjx-container, .highlight, textarea')
+         .forEach(el => el.remove());
+    return clone.innerText;
+}"""
+
+MATH_STATE = """() => {
+    const math = [...document.querySelectorAll('main .math')];
+    return {math: math.length,
+            unrendered: math.filter(el => !el.querySelector('mjx-container')).map(el => el.textContent.slice(0, 80)),
+            mjx: document.querySelectorAll('mjx-container').length};
+}"""
+
+IMAGES = """() => [...document.querySelectorAll('img')].map(img => {
+    const style = getComputedStyle(img);
+    return {src: img.getAttribute('src'), url: img.currentSrc || img.src, alt: img.getAttribute('alt'),
+            in_article: !!img.closest('article, main .bd-article, #main-content'),
+            loaded: img.complete && img.naturalWidth > 0, visible: img.getClientRects().length > 0,
+            background: style.backgroundColor, filter: style.filter};
+})"""
+
+RUN_AXE = """async () => {
+    const result = await axe.run(document, {resultTypes: ['violations']});
+    return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.slice(0, 4).map(n => n.target.join(' '))}));
+}"""
+
+
+REFRESH = re.compile(r'<meta http-equiv="refresh" content="\d+;\s*url=([^"]+)"', re.I)
+
+
+def _pages(html: Path) -> tuple[list[str], dict[str, str]]:
+    """(content pages, {redirect page: target}); Jupyter Book's index.html only redirects to the root page."""
+    skip = ("_static/", "_sources/", "_images/")
+    pages, redirects = [], {}
+    for path in sorted(html.rglob("*.html")):
+        rel = path.relative_to(html).as_posix()
+        if rel.startswith(skip):
+            continue
+        match = REFRESH.search(path.read_text(encoding="utf-8")[:2000])
+        if match:
+            redirects[rel] = (path.parent / match.group(1)).resolve().relative_to(html.resolve()).as_posix()
+        else:
+            pages.append(rel)
+    return pages, redirects
+
+
+def _alpha(css_color: str) -> float:
+    """Alpha of a computed CSS colour ('rgb(…)' is opaque, 'rgba(…, a)' carries it)."""
+    match = re.match(r"rgba?\(([^)]*)\)", css_color.strip())
+    if not match:
+        return 0.0
+    parts = [p.strip() for p in match.group(1).replace("/", ",").split(",")]
+    return float(parts[3]) if len(parts) == 4 else 1.0
+
+
+def _png_is_opaque(path: Path) -> bool:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
+            return image.convert("RGBA").getchannel("A").getextrema()[0] == 255
+        return True
+
+
+def _settle(page) -> str:
+    page.wait_for_load_state("load")
+    state = page.evaluate(WAIT_FOR_MATHJAX)
+    page.wait_for_load_state("networkidle")
+    return state
+
+
+def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> dict:
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    finished = []
+    page.on("requestfinished", lambda request: finished.append(request))
+    page.on("requestfailed", lambda req: errors.append(f"requestfailed: {req.url} {req.failure}"))
+    external_before = len(recorder.external)
+
+    # Light mode first (the theme's "auto" resolves to light in headless Chromium).
+    page.goto(base + rel, wait_until="load")
+    page.evaluate("() => { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); }")
+    finished.clear()
+    page.reload(wait_until="load")
+    mathjax = _settle(page)
+    transferred = 0
+    for request in finished:
+        sizes = request.sizes()
+        transferred += sizes["responseBodySize"] + sizes["responseHeadersSize"]
+    record = {
+        "page": rel, "final_url": page.url, "mathjax": mathjax, "bytes": transferred, "requests": len(finished),
+        "math": page.evaluate(MATH_STATE), "prose": page.evaluate(VISIBLE_PROSE), "images": page.evaluate(IMAGES),
+        "launch_links": page.eval_on_selector_all("a[href*='mybinder.org']", "els => els.map(e => e.href)"),
+        "thebe_button": page.locator(".btn-launch-thebe, .thebe-launch-button").count(),
+        "theme_light": page.evaluate("document.documentElement.dataset.theme"),
+    }
+    page.add_script_tag(path=str(AXE_JS))
+    record["axe_light"] = page.evaluate(RUN_AXE)
+
+    # Dark mode, as the theme switcher sets it.
+    page.evaluate("() => { localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark'); }")
+    page.reload(wait_until="load")
+    _settle(page)
+    record["theme_dark"] = page.evaluate("document.documentElement.dataset.theme")
+    record["images_dark"] = page.evaluate(IMAGES)
+    page.add_script_tag(path=str(AXE_JS))
+    record["axe_dark"] = page.evaluate(RUN_AXE)
+    name = rel.replace("/", "_").removesuffix(".html")
+    page.screenshot(path=str(shots / f"{name}-dark.png"), full_page=True)
+    page.evaluate("() => { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); }")
+
+    record["errors"] = errors
+    record["external"] = recorder.external[external_before:]
+    page.close()
+    return record
+
+
+@pytest.fixture(scope="module")
+def site_visits(built_site, tmp_path_factory) -> dict:
+    """Visit every page of the built site once; return {"pages": {rel: record}, "base": url, ...}."""
+    from playwright.sync_api import sync_playwright
+
+    require_browser_tools(axe=True)
+    html = built_site["html"]
+    pages, redirects = _pages(html)
+    shots = artifacts_dir(tmp_path_factory, "site-screenshots")
+    records = {}
+    with serve(html) as base, sync_playwright() as pw:
+        context = launch(pw, tmp_path_factory.mktemp("chromium-profile"))
+        try:
+            recorder = RequestRecorder(context, base)
+            for rel in pages:
+                records[rel] = _visit(context, recorder, base, html, rel, shots)
+        finally:
+            context.close()
+    print("\npage                                         requests   transferred (cold, bytes)")
+    for rel, rec in records.items():
+        print(f"{rel:45s} {rec['requests']:8d}   {rec['bytes']:12,d}")
+    print(f"{'total':45s} {sum(r['requests'] for r in records.values()):8d}   "
+          f"{sum(r['bytes'] for r in records.values()):12,d}")
+    return {"pages": records, "redirects": redirects, "html": html, "root": built_site["root"]}
+
+
+def test_every_page_of_the_toc_was_visited(site_visits):
+    pages = site_visits["pages"]
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+    missing = [f for f in files if f"{f}.html" not in pages]
+    assert not missing, f"pages in _toc.yml without HTML: {missing}"
+    assert "search.html" in pages
+    redirects = site_visits["redirects"]
+    assert redirects.get("index.html") == f"{toc['root']}.html", redirects
+    assert all(target in pages for target in redirects.values()), redirects
+
+
+def test_no_console_errors(site_visits):
+    bad = {rel: rec["errors"] for rel, rec in site_visits["pages"].items() if rec["errors"]}
+    assert not bad, f"console errors: {bad}"
+
+
+def test_no_request_leaves_the_local_server(site_visits):
+    bad = {rel: rec["external"] for rel, rec in site_visits["pages"].items() if rec["external"]}
+    assert not bad, f"requests to other hosts (vendor these assets or configure them away): {bad}"
+    assert all(rec["bytes"] > 0 and rec["requests"] > 0 for rec in site_visits["pages"].values())
+
+
+def test_math_is_rendered_and_no_raw_tex_is_left(site_visits):
+    pages = site_visits["pages"]
+    rendered = [rel for rel, rec in pages.items() if rec["math"]["mjx"] > 0]
+    assert any(CHAPTER.match(rel) for rel in rendered), f"no chapter has typeset math: {sorted(pages)}"
+    problems = {}
+    for rel, rec in pages.items():
+        if rec["math"]["unrendered"]:
+            problems[rel] = f"math not typeset: {rec['math']['unrendered'][:3]}"
+        if rec["math"]["math"] and rec["mathjax"] != "typeset":
+            problems[rel] = "page has math but MathJax did not load"
+        raw = re.findall(r"\$\$?[^$\n]{1,80}\$\$?|\\\(.{1,80}?\\\)|\\\[.{1,80}?\\\]", rec["prose"])
+        if raw:
+            problems[rel] = f"raw TeX in the text: {raw[:3]}"
+    assert not problems, problems
+
+
+def test_figures_have_alt_text_and_load(site_visits):
+    problems = {}
+    for rel, rec in site_visits["pages"].items():
+        for img in rec["images"]:
+            alt = (img["alt"] or "").strip()
+            src_name = Path(urlsplit(img["src"] or "").path).name
+            if not alt:
+                problems.setdefault(rel, []).append(f"{img['src']}: empty alt")
+            elif img["in_article"] and (alt.endswith(src_name) or re.search(r"\.(png|svg|jpe?g|gif)$", alt)):
+                problems.setdefault(rel, []).append(f"{img['src']}: alt is the file name ({alt!r}); set "
+                                                    "mystnb: image: alt (or figure: caption) on the cell")
+            if img["visible"] and not img["loaded"]:
+                problems.setdefault(rel, []).append(f"{img['src']}: did not load")
+    assert not problems, problems
+    figures = [img for rec in site_visits["pages"].values() for img in rec["images"] if img["in_article"]]
+    assert figures, "no figure found in any chapter"
+
+
+def test_dark_mode_keeps_figures_readable(site_visits):
+    html = site_visits["html"]
+    problems, checked = {}, 0
+    for rel, rec in site_visits["pages"].items():
+        assert rec["theme_light"] == "light" and rec["theme_dark"] == "dark", (rel, rec["theme_light"],
+                                                                               rec["theme_dark"])
+        page_dir = (html / rel).parent
+        for img in rec["images_dark"]:
+            if not img["in_article"]:
+                continue
+            src = urlsplit(img["src"]).path
+            file = (page_dir / src).resolve()
+            opaque_file = file.suffix == ".png" and file.exists() and _png_is_opaque(file)
+            opaque_background = _alpha(img["background"]) == 1.0
+            checked += 1
+            if not (opaque_file or opaque_background):
+                problems.setdefault(rel, []).append(
+                    f"{src}: transparent PNG on a transparent background in dark mode ({img['background']})")
+    assert checked, "no figure checked in dark mode"
+    assert not problems, problems
+
+
+def test_every_png_figure_has_an_opaque_background(site_visits):
+    images = sorted((site_visits["html"] / "_images").glob("*.png"))
+    assert images, "the site has no PNG figures"
+    transparent = [p.name for p in images if not _png_is_opaque(p)]
+    assert not transparent, f"figures with transparent pixels (unreadable in dark mode): {transparent}"
+
+
+def test_launch_buttons_point_to_binder_with_the_right_path_and_branch(site_visits):
+    repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
+    branch = CONFIG["repository"]["branch"]
+    binder = CONFIG["launch_buttons"]["binderhub_url"].rstrip("/")
+    ui = {"jupyterlab": "lab/tree", "classic": "tree"}[CONFIG["launch_buttons"]["notebook_interface"]]
+    chapters = {rel: rec for rel, rec in site_visits["pages"].items() if CHAPTER.match(rel)}
+    assert len(chapters) >= 1
+    problems = {}
+    for rel, rec in chapters.items():
+        source = rel.removesuffix(".html") + ".md"
+        expected = f"{binder}/v2/gh/{repo}/{branch}?urlpath={ui}/{source}"
+        if expected not in rec["launch_links"]:
+            problems[rel] = f"expected {expected}, found {rec['launch_links']}"
+        elif not (site_visits["root"] / source).is_file():
+            problems[rel] = f"launch target {source} does not exist in the repository"
+        if not rec["thebe_button"]:
+            problems[rel] = "no Thebe (live code) button"
+    assert not problems, problems
+
+
+def test_homework_page_links_to_the_release_notebook_in_binder(site_visits):
+    pages = site_visits["pages"]
+    homework = pages.get("book/homework.html")
+    assert homework, "book/homework.html was not built"
+    targets = []
+    for href in homework["launch_links"]:
+        parts = urlsplit(href)
+        for urlpath in parse_qs(parts.query).get("urlpath", []):
+            path = re.sub(r"^(lab/tree|tree|notebooks|doc/tree)/", "", urlpath)
+            if path.startswith("release/") and path.endswith(".ipynb"):
+                targets.append(path)
+    assert targets, f"no Binder link to a release/ notebook on the homework page: {homework['launch_links']}"
+    missing = [t for t in targets if not (site_visits["root"] / t).is_file()]
+    assert not missing, f"homework links to notebooks that do not exist: {missing}"
+
+
+def test_axe_finds_no_serious_or_critical_violations(site_visits):
+    problems = {}
+    for rel, rec in site_visits["pages"].items():
+        for mode in ("light", "dark"):
+            for v in rec[f"axe_{mode}"]:
+                if v["impact"] in BLOCKING_IMPACTS:
+                    problems.setdefault(f"{rel} ({mode})", []).append(
+                        f"{v['impact']} {v['id']}: {v['help']} at {v['nodes']}")
+    assert not problems, "axe-core violations:\n" + "\n".join(f"{k}: {v}" for k, v in problems.items())
+
+
+def test_search_finds_the_attention_chapter(built_site, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with serve(built_site["html"]) as base, sync_playwright() as pw:
+        context = launch(pw, tmp_path / "profile")
+        try:
+            recorder = RequestRecorder(context, base)
+            page = context.new_page()
+            page.goto(base + "search.html?q=softmax", wait_until="load")
+            page.wait_for_selector("#search-results ul.search li", timeout=60_000)
+            hits = page.eval_on_selector_all("#search-results ul.search li a",
+                                             "els => els.map(e => e.getAttribute('href'))")
+            assert any("02_attention" in h for h in hits), f"search 'softmax' found {hits}"
+            page.goto(base + "search.html?q=zzqxnotaword", wait_until="load")
+            page.wait_for_function(
+                "() => /did not match|no documents/i.test(document.querySelector('#search-results').innerText)",
+                timeout=60_000)
+            assert recorder.external == []
+        finally:
+            context.close()
+
+
+def test_thebe_loads_nothing_until_the_reader_clicks(built_site, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    chapter = "book/02_attention.html"
+    assert (built_site["html"] / chapter).exists()
+    with serve(built_site["html"]) as base, sync_playwright() as pw:
+        context = launch(pw, tmp_path / "profile")
+        try:
+            recorder = RequestRecorder(context, base)
+            page = context.new_page()
+            page.goto(base + chapter, wait_until="load")
+            _settle(page)
+            assert recorder.external == [], f"requests before any click: {recorder.external}"
+            assert page.evaluate("typeof thebelab") == "undefined"
+            # The reader opens the launch menu and clicks "Live Code": only now is Thebe fetched.
+            with page.expect_request(lambda r: not recorder.is_local(r.url), timeout=30_000) as first:
+                page.locator(".btn-launch-thebe").first.evaluate("el => el.click()")
+            assert re.match(r"https://unpkg\.com/thebe@[\d.]+/lib/index\.js$", first.value.url), first.value.url
+        finally:
+            context.close()
