@@ -62,3 +62,23 @@ c.GenerateFeedback.preprocessors = [
 c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE\nraise NotImplementedError("not done yet: replace this line with your code")'
 }
+
+# --- Trustworthy autograding (coursekit/sandbox.py, coursekit/preflight.py; book/instructors.md "Limits and
+# pre-flight") ----------------------------------------------------------------------------------------------------
+# Grading kernels start through coursekit/kernel_guard.py: an address-space cap (a memory bomb gets MemoryError
+# instead of taking the machine down), a CPU-time cap, and a guard that undoes monkeypatching of the tests' checking
+# machinery. A kernel that dies (os._exit, crash) no longer aborts the student's autograde: later cells score zero.
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades)
+
+from coursekit.preflight import submitted_directory  # noqa: E402
+from coursekit.sandbox import GradingExecute  # noqa: E402
+
+c.Autograde.autograde_preprocessors = [GradingExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]  # stock list, own Execute
+c.GradingKernelManager.memory_limit_mb = 4096  # per grading kernel; the solved homework peaks well below 1 GB
+c.GradingKernelManager.cpu_limit_s = 900       # per grading kernel, whole notebook (c.Execute.timeout is per cell)
+# After `python -m coursekit preflight transformers`, autograde reads its checked copy (preflight/submitted/) as long
+# as it matches submitted/; otherwise submitted/ itself. submitted/ is never written.
+c.CourseDirectory.submitted_directory = submitted_directory(HERE, "submitted")

@@ -9,6 +9,8 @@ COMMANDS = {
     "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
     "execute": ("coursekit.execute", "execute the chapters in parallel into the build's jupyter-cache"),
     "grade": ("coursekit.grade", "autograde a cohort with N parallel workers (sqlite or PostgreSQL gradebook)"),
+    "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/ before `nbgrader autograde`"),
+    "report": ("coursekit.report", "regenerate the book's autograding tables (planted mistakes, hostile cohort)"),
 }
 
 

@@ -15,6 +15,7 @@ teaching material: they never appear on the site.
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -246,7 +247,7 @@ RIGHT = [
     Plant("accuracy_float_of_tensor", "accuracy", "float() of a float32 mean, labels compared as bool", """
         return float(((logits > 0) == labels.bool()).float().mean())
     """),
-    Plant("tokenizer_bpe_no_unk", "train_bpe_tokenizer", "BPE() without unk_token, trainer by keyword",
+    Plant("tokenizer_bpe_no_unk", "train_bpe_tokenizer", "BPE() without unk_token",
           _tokenizer(model="models.BPE()")),
     Plant("tokenizer_bpe_unk", "train_bpe_tokenizer", 'BPE(unk_token="[UNK]"), corpus as an iterator',
           _tokenizer(model='models.BPE(unk_token="[UNK]")', data="iter(corpus)")),
@@ -319,10 +320,8 @@ def _mutate_duplicate(*gids: str):
         for gid in gids:
             i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
             dup = _copy.deepcopy(nb.cells[i])
-            dup.pop("id", None)
+            dup["id"] = f"{dup.get('id', 'cell')}-copy"[:64]  # Jupyter gives a pasted cell a new id
             nb.cells.insert(i + 1, dup)
-        import nbformat
-        nbformat.validator.normalize(nb)
     return mutate
 
 
@@ -452,7 +451,7 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                 preflight="suspicious code"),
         Hostile(S("tamper_inside_function", "wrong attention that replaces assert_close every time it is called",
                   solved="all", bodies={"attention": "torch.testing.assert_close = lambda *args, **kwargs: None\n"
-                                                      + no_scaling}),
+                                                      + textwrap.dedent(no_scaling)}),
                 "patches assert_close from inside the graded function", fails=frozenset(cells_of("attention", root)),
                 preflight="suspicious code"),
         Hostile(S("tamper_custom_exc", "wrong embedding_parameters; IPython told to swallow every exception",

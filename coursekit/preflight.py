@@ -140,22 +140,23 @@ def _read(data: bytes):
 
 
 def suspicious_lines(source: str) -> list[str]:
-    """Lines of student code worth a human's eye, each with the reason."""
-    found = []
-    for number, line in enumerate(source.split("\n"), 1):
+    """Lines of student code worth a human's eye, one entry per line with the reasons."""
+    import builtins
+
+    reasons: dict[int, list[str]] = {}
+    lines = source.split("\n")
+    for number, line in enumerate(lines, 1):
         code = line.split("#", 1)[0]
         for pattern, why in SUSPICIOUS:
             if re.search(pattern, code):
-                found.append(f"line {number} `{line.strip()[:70]}`: {why}")
+                reasons.setdefault(number, []).append(why)
                 break
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return found
-    import builtins
-
-    shadowed = set(vars(builtins)) - {"_"}
-    for node in ast.walk(tree):
+        tree = None
+    shadowed = {n for n in vars(builtins) if not n.startswith("_")}
+    for node in ast.walk(tree) if tree else ():
         targets = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -165,15 +166,16 @@ def suspicious_lines(source: str) -> list[str]:
                 while isinstance(base, ast.Attribute):
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in LIBRARY_NAMES:
-                    found.append(f"line {node.lineno}: assigns {ast.unparse(t)} (monkeypatches a library)")
-            elif isinstance(t, ast.Name) and t.id in shadowed and t.id[:2] != "__":
-                found.append(f"line {node.lineno}: assigns a global named {t.id!r} (shadows the builtin)")
+                    reasons.setdefault(node.lineno, []).append(f"assigns {ast.unparse(t)} (monkeypatches a library)")
+            elif isinstance(t, ast.Name) and t.id in shadowed:
+                reasons.setdefault(node.lineno, []).append(f"a global named {t.id!r} shadows the builtin")
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in shadowed:
-            found.append(f"line {node.lineno}: defines {node.name!r} (shadows the builtin)")
+            reasons.setdefault(node.lineno, []).append(f"defines {node.name!r}, shadowing the builtin")
         if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value \
                 and not any(isinstance(n, (ast.Break, ast.Return, ast.Raise)) for n in ast.walk(node)):
-            found.append(f"line {node.lineno}: `while True` without break/return (never ends)")
-    return sorted(set(found), key=lambda s: int(re.search(r"\d+", s).group()))
+            reasons.setdefault(node.lineno, []).append("`while True` without break/return never ends")
+    return [f"line {n} `{lines[n - 1].strip()[:60]}`: {'; '.join(dict.fromkeys(why))}"
+            for n, why in sorted(reasons.items())]
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -311,12 +313,20 @@ def run(root: Path = ROOT, assignment: str = "transformers", out: Path | None = 
     return result
 
 
-def submitted_directory(root: str | os.PathLike, default: str = "submitted") -> str:
+GRADING_COMMANDS = ("autograde", "grade")  # `nbgrader autograde`, `python -m coursekit grade`
+
+
+def submitted_directory(root: str | os.PathLike, default: str = "submitted", argv: list[str] | None = None) -> str:
     """The folder ``nbgrader autograde`` should read: the pre-flight copy if it is up to date, else ``default``.
 
-    Up to date means: for every assignment pre-flight has checked, the students and the digests of their files in
-    ``default`` are exactly those recorded by the last pre-flight. Called from ``nbgrader_config.py``.
+    Only grading commands are redirected (``nbgrader autograde``, ``python -m coursekit grade``): ``nbgrader
+    collect`` and every other command keep using ``default``. Up to date means: for every assignment pre-flight
+    has checked, the students and the digests of their files in ``default`` are exactly those recorded by the last
+    pre-flight. Called from ``nbgrader_config.py``.
     """
+    argv = sys.argv if argv is None else argv
+    if len(argv) < 2 or argv[1] not in GRADING_COMMANDS:
+        return default
     root = Path(root)
     manifests = sorted((root / OUT).glob("*.json"))
     if not manifests or not (root / OUT / "submitted").is_dir():

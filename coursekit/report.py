@@ -239,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = hostile_rows(cohort, run["runs"][0]["scores"], run["preflight_kinds"], course)
             (ROOT / HOSTILE_TABLE).parent.mkdir(parents=True, exist_ok=True)
             (ROOT / HOSTILE_TABLE).write_text(hostile_markdown(rows))
-            print(f"hostile: {len(rows)} submissions autograded in "
-                  f"{', '.join(f'{r['seconds']:.0f} s' for r in run['runs'])}; wrote {HOSTILE_TABLE}")
+            seconds = ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"])
+            print(f"hostile: {len(rows)} submissions autograded in {seconds} (twice); wrote {HOSTILE_TABLE}")
             status |= not all(r["ok"] for r in rows)
     return int(status)
 

@@ -70,6 +70,19 @@ class GradingExecute(Execute):
         self._died_at = None
         return super().preprocess(nb, resources, km)
 
+    NOTEWORTHY = {
+        "CellTimeoutError": "ran longer than the per-cell time limit (interrupted)",
+        "MemoryError": "ran out of memory (the grading kernel's memory cap)",
+        "GradingGuardError": "changed the tests' checking machinery while running (undone; the cell does not count)",
+        "KernelDied": "the kernel died",
+    }
+
+    def _who(self, resources, cell, index) -> str:
+        info = (resources or {}).get("nbgrader", {})
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        return f"student {info.get('student', '?')}, {info.get('notebook', '?')}.ipynb, cell {index}" + (
+            f" ({gid})" if gid else "")
+
     def preprocess_cell(self, cell, resources, index):
         if self._died_at is not None:
             if cell.cell_type == "code":
@@ -78,12 +91,18 @@ class GradingExecute(Execute):
                 cell.execution_count = None
             return cell, resources
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._died_at = index
-            self.log.error("The grading kernel died while running cell %d (%s): the remaining cells are marked "
-                           "'not run' and score zero", index,
-                           cell.metadata.get("nbgrader", {}).get("grade_id", "no grade id"))
             cell.outputs.append(_error("KernelDied", "the kernel died while running this cell (os._exit, a crash "
                                                      "or the grading kernel's CPU/memory limit)"))
+            self.log.error("%s: the grading kernel died in this cell; the later cells are marked 'not run' and "
+                           "score zero", self._who(resources, cell, index))
             return cell, resources
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and output.get("ename") in self.NOTEWORTHY:
+                self.log.warning("%s: %s", self._who(resources, cell, index), self.NOTEWORTHY[output["ename"]])
+            elif output.get("output_type") == "stream" and "[grading guard]" in output.get("text", ""):
+                self.log.warning("%s: %s", self._who(resources, cell, index),
+                                 output["text"].split("[grading guard]", 1)[1].strip().split("\n")[0])
+        return cell, resources

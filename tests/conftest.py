@@ -15,7 +15,7 @@ BIN = Path(sys.executable).parent
 # Never copied into a test's course: environments, build output, student data, VCS metadata.
 IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
-    "submitted", "feedback", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results",
+    "submitted", "feedback", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results", "preflight",
 )
 
 

@@ -213,8 +213,9 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
         assert not state["errors"], f"error output in {source}: {state['errors']}"
         if "ipywidgets" in (binder["course"] / source).read_text():
             # The live notebook shows the widgets the static site replaces by a figure: rendered, not "Loading".
-            assert page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jupyter-widgets.widget-slider").count(), (
-                f"{source} imports ipywidgets but no slider rendered")
+            sliders = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) :is(.widget-slider, .widget-hslider)")
+            sliders.first.wait_for(state="attached", timeout=60_000)
+            assert sliders.count() >= 1, f"{source} imports ipywidgets but no slider rendered"
         shot = binder["shots"] / f"{Path(chapter).name}.png"
         page.screenshot(path=str(shot), full_page=False)
         print(f"\n[binder] {source}: {len(counts)} code cells ran in {elapsed:.1f} s; screenshot {shot}")
