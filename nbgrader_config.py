@@ -22,8 +22,11 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 # Gradebook: a local SQLite file, ignored by git (student data never enters the repository). For a shared
-# course server point this at PostgreSQL instead, e.g. "postgresql://user@host/course".
+# course server point this at PostgreSQL instead, e.g. "postgresql+psycopg2://user@host/course".
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
+# nbgrader's default course id is empty; a PostgreSQL gradebook rejects that (it enforces the assignment -> course
+# foreign key, sqlite does not), so the course is named.
+c.CourseDirectory.course_id = "transformers-by-hand"
 
 # A fresh clone has no gradebook: generate_assignment creates the assignment record, autograde creates students
 # it has not seen (register them beforehand with `nbgrader db student add` or `nbgrader db student import`).

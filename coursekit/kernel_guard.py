@@ -68,30 +68,50 @@ def launch(argv: list[str]) -> None:
 def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the user namespace's globals
     import builtins
     import importlib
-    import math
     import sys
     import types
 
     from IPython import get_ipython
 
+    # The guard's own functions use the original builtins even after a cell replaced them (closure locals).
+    (getattr, setattr, delattr, vars, isinstance, sorted, set, list, print, object, callable,  # noqa: A001
+     AssertionError) = (builtins.getattr, builtins.setattr, builtins.delattr, builtins.vars,  # noqa: A001
+                        builtins.isinstance, builtins.sorted, builtins.set, builtins.list, builtins.print,
+                        builtins.object, builtins.callable, builtins.AssertionError)
     shell = get_ipython()
     if shell is None or getattr(shell, GUARD_NAME, False):
         return
-    modules = {}
-    for name in ("torch", "torch.testing", "torch.testing._comparison", "torch.nn", "torch.nn.functional",
-                 "tokenizers", "tokenizers.models", "tokenizers.pre_tokenizers", "tokenizers.trainers", "math",
-                 "numpy", "numpy.testing"):
+    # What the tests' checks rely on. Whole namespaces where nothing legitimate rebinds names; for torch itself a
+    # list, because torch rebinds some of its own attributes at run time (torch._dynamo wraps torch.manual_seed).
+    watch = {
+        "builtins": None, "math": None, "torch.testing": None, "torch.testing._comparison": None,
+        "torch": ["allclose", "isclose", "equal", "eq", "ne", "lt", "le", "gt", "ge", "all", "any", "abs", "isnan",
+                  "isinf", "isfinite", "is_tensor", "testing", "tensor", "as_tensor", "ones", "zeros", "full",
+                  "ones_like", "zeros_like", "full_like", "arange", "randn", "rand", "randint", "randperm",
+                  "Generator", "Tensor", "float32", "float64", "bool", "softmax", "matmul", "sum", "mean"],
+        "torch.Tensor": ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__",
+                         "__int__", "__index__", "__abs__", "__sub__", "__rsub__", "__add__", "__mul__",
+                         "__truediv__", "__matmul__", "__len__", "__iter__", "__getitem__", "__contains__",
+                         "__repr__", "__format__", "__hash__", "all", "any", "item", "tolist", "sum", "mean", "double",
+                         "float", "to", "isnan", "abs", "eq", "ne", "allclose", "equal", "masked_select", "expand_as",
+                         "numel", "size", "dim", "shape", "dtype", "softmax", "masked_fill", "max", "min"],
+        "torch.nn": ["Embedding", "MultiheadAttention", "Module", "Linear", "TransformerEncoderLayer", "functional"],
+        "torch.nn.functional": ["scaled_dot_product_attention", "softmax"],
+        "tokenizers": ["Tokenizer", "models", "pre_tokenizers", "trainers"],
+        "tokenizers.models": ["BPE"], "tokenizers.pre_tokenizers": ["Whitespace"], "tokenizers.trainers": ["BpeTrainer"],
+    }
+    missing = object()
+    owners = {}
+    for name in watch:  # import everything first: importing a submodule sets an attribute of its package
         try:
-            modules[name] = importlib.import_module(name)
+            owners[name] = importlib.import_module("torch").Tensor if name == "torch.Tensor" \
+                else importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a library the course does not have is simply not guarded
             pass
-    # (owner, label, {attribute: original}) for every namespace the tests' checks rely on
-    watched = [(builtins, "builtins", dict(vars(builtins)))]
-    watched += [(m, name, dict(vars(m))) for name, m in modules.items()]
-    if "torch" in modules:
-        torch = modules["torch"]
-        watched.append((torch.Tensor, "torch.Tensor", dict(vars(torch.Tensor))))
-    # ipykernel re-binds builtins.input/getpass for every execution request; "_" & co. are IPython's output cache
+    watched = []  # (owner, label, {attribute: original value or `missing`})
+    for name, owner in owners.items():
+        names = list(vars(owner)) if watch[name] is None else watch[name]
+        watched.append((owner, name, {a: vars(owner).get(a, missing) for a in names}))
     ignored = {"_", "__", "___", "input", "raw_input", "getpass", "get_ipython", "display"}
     shell_attrs = {"custom_exceptions": shell.custom_exceptions, "CustomTB": shell.CustomTB}
     shell_methods = {name: vars(shell).get(name) for name in (
@@ -107,16 +127,16 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
         for owner, label, original in watched:
             current = vars(owner)
             for key, value in original.items():
-                if key in ignored:
+                if key in ignored or current.get(key, missing) is value:
                     continue
-                if key not in current or current[key] is not value:
-                    found.append(f"{label}.{key}")
-                    try:
+                found.append(f"{label}.{key}")
+                try:
+                    if value is missing:
+                        delattr(owner, key)
+                    else:
                         setattr(owner, key, value)
-                    except (AttributeError, TypeError):
-                        pass
-            if owner is builtins:  # names added to builtins shadow nothing, but builtins.AssertionError etc. do
-                continue
+                except (AttributeError, TypeError):
+                    pass
         for key, value in shell_attrs.items():
             if getattr(shell, key) is not value and getattr(shell, key) != value:
                 found.append(f"get_ipython().{key}")
@@ -134,7 +154,8 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
                 setattr(sys, key, value)
         user = shell.user_ns
         for key in sorted(builtin_names & set(user)):
-            if key in ("exit", "quit", "get_ipython", "open"):  # IPython's own user-namespace versions
+            # IPython's own user-namespace versions; and a non-callable global (`max = 5`) cannot fake a check
+            if key in ("exit", "quit", "get_ipython", "open") or not callable(user[key]):
                 continue
             found.append(f"a global named {key!r} (shadowing the builtin)")
             del user[key]
@@ -169,7 +190,6 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
     shell.events.register("pre_run_cell", before)
     shell.events.register("post_run_cell", after)
     setattr(shell, GUARD_NAME, True)
-    math.isclose  # noqa: B018 - imported above so it is snapshotted even if the notebook never imports it
 
 
 if "get_ipython" in globals():  # PYTHONSTARTUP: IPython runs this file in the kernel's user namespace

@@ -167,7 +167,8 @@ def suspicious_lines(source: str) -> list[str]:
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in LIBRARY_NAMES:
                     reasons.setdefault(node.lineno, []).append(f"assigns {ast.unparse(t)} (monkeypatches a library)")
-            elif isinstance(t, ast.Name) and t.id in shadowed:
+            elif isinstance(t, ast.Name) and t.id in shadowed and isinstance(
+                    getattr(node, "value", None), (ast.Lambda, ast.Name, ast.Attribute)):  # `max = 5` is harmless
                 reasons.setdefault(node.lineno, []).append(f"a global named {t.id!r} shadows the builtin")
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in shadowed:
             reasons.setdefault(node.lineno, []).append(f"defines {node.name!r}, shadowing the builtin")

@@ -7,7 +7,8 @@ runs, in a temporary copy of the course, the real ``nbgrader generate_assignment
 * the catalogue (``coursekit.catalog``): every planted wrong implementation and every correct alternative, graded
   with ``python -m coursekit grade`` (nbgrader's own autograder, N workers);
 * the hostile cohort: broken and hostile submissions next to honest twins, checked by ``python -m coursekit
-  preflight`` and graded by the stock ``nbgrader autograde transformers`` in one batch;
+  preflight``, graded by the stock ``nbgrader autograde transformers`` in one batch, then graded again by
+  ``python -m coursekit grade --force`` (the scores must not change);
 
 reads every grade cell's score through nbgrader's ``Gradebook`` API, and writes ``book/_generated/grading_catalog.md``
 and ``book/_generated/grading_hostile.md``. The tests (``tests/test_grading_catalog.py``,
@@ -203,10 +204,13 @@ def grade_hostile(course: Path, cohort: list[Hostile]) -> dict:
     for p in result["problems"]:
         kinds.setdefault(p["student"], []).append(p["kind"])
     runs = []
-    for _ in range(2):  # graded twice: the second run (--force) must give the same scores
+    # Graded twice: by the stock command (one batch), then again (--force) by the parallel grader, which must give
+    # the same scores.
+    for args in ([str(bin_dir() / "nbgrader"), "autograde", "transformers", "--force"],
+                 [sys.executable, "-m", "coursekit", "grade", "transformers", "--force", "--no-progress"]):
         start = time.perf_counter()
-        proc = command([str(bin_dir() / "nbgrader"), "autograde", "transformers", "--force"], course)
-        runs.append({"proc": proc, "seconds": time.perf_counter() - start,
+        proc = command(args, course)
+        runs.append({"proc": proc, "seconds": time.perf_counter() - start, "command": " ".join(args[-4:]),
                      "scores": cell_scores(course, [h.submission.student for h in cohort])})
     return {"preflight": pre, "preflight_kinds": kinds, "runs": runs, "before": before,
             "after": tree(course / "submitted")}

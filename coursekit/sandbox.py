@@ -18,7 +18,10 @@ What each part does:
   submission calling ``os._exit``, a crash, the CPU limit): stock nbgrader aborts that student's whole autograde
   and leaves no grades; here the cell where the kernel died gets an error output saying so, and every later code
   cell an error output "not run", so the cells that passed before keep their points, the later test cells score
-  zero and the instructor sees why in the autograded notebook and the log.
+  zero and the instructor sees why in the autograded notebook and the log. It also logs, naming the student and the
+  cell, every cell that hit the time limit or the memory cap or that the guard had to undo, and truncates stream
+  outputs longer than ``max_output_chars`` (a multi-megabyte print would otherwise land in the autograded notebook,
+  the gradebook's feedback and the formgrader).
 """
 from __future__ import annotations
 
@@ -61,6 +64,9 @@ def _error(ename: str, evalue: str) -> NotebookNode:
 class GradingExecute(Execute):
     """nbgrader's Execute with GradingKernelManager, surviving a kernel that dies mid-notebook."""
 
+    max_output_chars = Integer(100_000, help="Characters kept of each stream output of a graded notebook (nbgrader's "
+                                             "LimitOutput counts lines only); 0: no limit.").tag(config=True)
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", GradingKernelManager)
         super().__init__(*args, **kwargs)
@@ -100,8 +106,15 @@ class GradingExecute(Execute):
                            "score zero", self._who(resources, cell, index))
             return cell, resources
         for output in cell.get("outputs", []):
-            if output.get("output_type") == "error" and output.get("ename") in self.NOTEWORTHY:
-                self.log.warning("%s: %s", self._who(resources, cell, index), self.NOTEWORTHY[output["ename"]])
+            if output.get("output_type") == "stream" and len(output.get("text", "")) > self.max_output_chars > 0:
+                text = output["text"]
+                output["text"] = (text[:self.max_output_chars] + f"\n... [{len(text) - self.max_output_chars:,} "
+                                  f"more characters dropped by the grader]\n")
+            ename = output.get("ename", "")
+            if ename == "RuntimeError" and "allocate" in output.get("evalue", ""):
+                ename = "MemoryError"  # PyTorch's allocator reports the memory cap as a RuntimeError
+            if output.get("output_type") == "error" and ename in self.NOTEWORTHY:
+                self.log.warning("%s: %s", self._who(resources, cell, index), self.NOTEWORTHY[ename])
             elif output.get("output_type") == "stream" and "[grading guard]" in output.get("text", ""):
                 self.log.warning("%s: %s", self._who(resources, cell, index),
                                  output["text"].split("[grading guard]", 1)[1].strip().split("\n")[0])

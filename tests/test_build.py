@@ -90,6 +90,9 @@ def test_a_raising_chapter_fails_the_build_naming_it(tmp_path):
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["sphinx"]["config"]["html_static_path"] = []
     (book / "_config.yml").write_text(yaml.safe_dump(config))
+    for name, path in config["sphinx"].get("local_extensions", {}).items():  # e.g. book/_ext/site_assets.py
+        (book / path).mkdir(parents=True, exist_ok=True)
+        (book / path / f"{name}.py").write_text((ROOT / path / f"{name}.py").read_text())
     (book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/broken_chapter\n")
     (book / "book" / "intro.md").write_text("# Intro\n\nHello.\n")
     (book / "book" / "broken_chapter.md").write_text(

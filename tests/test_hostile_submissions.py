@@ -3,8 +3,8 @@
 In a temporary copy of the course: the hostile cohort of coursekit/catalog.py (not JSON, empty, renamed, deleted and
 duplicated cells, changed cell type, tests edited to `pass`, an infinite loop, a memory bomb, a kernel that kills
 itself, heavy stderr, a multi-megabyte output, monkeypatching of the checking machinery) next to honest "twins" →
-`python -m coursekit preflight transformers` → the stock `nbgrader autograde transformers` (one batch), twice →
-per-cell scores through nbgrader's Gradebook API. The table on the book's grading-report page must be what this run
+`python -m coursekit preflight transformers` → the stock `nbgrader autograde transformers` (one batch) → graded again
+with `python -m coursekit grade --force` → per-cell scores through nbgrader's Gradebook API. The table on the book's grading-report page must be what this run
 produces (`python -m coursekit report --only hostile` regenerates it).
 """
 from __future__ import annotations
@@ -80,6 +80,13 @@ def test_honest_submissions_next_to_hostile_ones_are_graded_correctly(hostile):
             assert lost and lost <= cohort.cells_of(function, ROOT), (student, lost)
 
 
+def test_guard_is_silent_on_honest_work(hostile):
+    for student in [h.submission.student for h in hostile["cohort"] if h.submission.student.startswith("twin_")]:
+        path = hostile["course"] / "autograded" / student / "transformers" / "transformers.ipynb"
+        text = path.read_text()
+        assert "[grading guard]" not in text and "GradingGuardError" not in text, student
+
+
 def test_each_hostile_submission_gets_what_its_real_work_deserves(hostile):
     bad = [r for r in hostile["rows"] if not r["ok"]]
     assert not bad, "\n".join(f"{r['student']}: lost {r['lost']}, expected {r['expected']} ({r['meaning']}); "
@@ -96,8 +103,9 @@ def test_tampering_gains_nothing(hostile):
     # the guard undid the patch and said so in the autograded notebook
     nb = nbformat.read(str(hostile["course"] / "autograded" / "tamper_assert_close" / "transformers" /
                            "transformers.ipynb"), as_version=4)
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    assert "[grading guard] restored" in text and "torch.testing.assert_close" in text
+    text = "".join(o.get("text", "") + o.get("evalue", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+    assert "checking machinery" in text and "torch.testing.assert_close" in text
 
 
 def test_instructor_gets_a_message_naming_student_and_problem(hostile):
@@ -131,7 +139,7 @@ def test_autograde_read_the_checked_copy_and_grades_stay_bounded(hostile):
     assert "preflight/submitted" in log, "autograde did not read the pre-flight copy"
     for student in ["runaway_huge_output", "runaway_heavy_stderr"]:
         size = (course / "autograded" / student / "transformers" / "transformers.ipynb").stat().st_size
-        assert size < 8_000_000, (student, size)
+        assert size < 1_000_000, (student, size)
 
 
 def test_book_table_is_what_the_autograder_does(hostile):

@@ -8,6 +8,7 @@ failing student, leave `submitted/` untouched, and replace (not duplicate) rows 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,9 +23,17 @@ BROKEN = "demo_unreadable_file"
 _REFERENCE: dict = {}
 
 
-def prepare_course(dest: Path, db_url: str | None = None) -> Path:
+def snapshot(tmp_path_factory) -> Path:
+    """One copy of the course per session, so every run of a comparison grades the very same files."""
+    if "snapshot" not in _REFERENCE:
+        _REFERENCE["snapshot"] = copy_course(tmp_path_factory.mktemp("snapshot") / "course")
+    return _REFERENCE["snapshot"]
+
+
+def prepare_course(tmp_path_factory, name: str, db_url: str | None = None) -> Path:
     """A course copy with the assignment in the gradebook and the demo cohort (+ a broken file) submitted."""
-    course = copy_course(dest)
+    course = tmp_path_factory.mktemp(name) / "course"
+    shutil.copytree(snapshot(tmp_path_factory), course, symlinks=True)
     db = [f"--db={db_url}"] if db_url else []
     run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, "--force", *db], cwd=course)
     sys.path.insert(0, str(course))
@@ -74,8 +83,8 @@ def tree_digest(path: Path) -> dict[str, str]:
 
 def sequential_reference(tmp_path_factory) -> dict:
     """Stock sequential `nbgrader autograde` on the cohort (computed once per session, shared with test_postgres)."""
-    if not _REFERENCE:
-        course = prepare_course(tmp_path_factory.mktemp("sequential") / "course")
+    if "csv" not in _REFERENCE:
+        course = prepare_course(tmp_path_factory, "sequential")
         proc = run([str(BIN / "nbgrader"), "autograde", ASSIGNMENT], cwd=course, check=False)
         assert proc.returncode != 0, "stock autograde should report the unreadable submission as a failure"
         _REFERENCE.update(csv=export(course), cells=cell_scores(course), course=course)
@@ -90,7 +99,7 @@ def reference(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def parallel(tmp_path_factory) -> dict:
-    course = prepare_course(tmp_path_factory.mktemp("parallel") / "course")
+    course = prepare_course(tmp_path_factory, "parallel")
     before = tree_digest(course / "submitted")
     proc = run([sys.executable, "-m", "coursekit", "grade", ASSIGNMENT, "--jobs", "2"], cwd=course, check=False)
     return {"course": course, "proc": proc, "before": before}

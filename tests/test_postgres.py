@@ -48,7 +48,7 @@ def pg_url():
 
 def test_parallel_autograde_into_postgres_matches_sequential_sqlite(tmp_path_factory, pg_url):
     reference = sequential_reference(tmp_path_factory)
-    course = prepare_course(tmp_path_factory.mktemp("postgres") / "course", db_url=pg_url)
+    course = prepare_course(tmp_path_factory, "postgres", db_url=pg_url)
     proc = run([sys.executable, "-m", "coursekit", "grade", ASSIGNMENT, "--jobs", "2", "--db", pg_url,
                 "--no-progress"], cwd=course, check=False)
     assert proc.returncode == 1 and f"FAILED {BROKEN}:" in proc.stdout, proc.stdout + proc.stderr
