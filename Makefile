@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test release clean help publish
+.PHONY: book test release clean help publish grade bench
 
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
@@ -13,6 +14,8 @@ help:
 	@echo "make release  regenerate release/ from assignments/ with nbgrader"
 	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
 	@echo "make clean    remove _build"
+	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
+	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner); see bench/README.md"
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +24,7 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	touch $(STAMP)
 
 book: $(STAMP)
+	$(BIN)/python -m coursekit execute --jobs $(JOBS)  # chapters run in parallel into the build's jupyter-cache
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
 test: $(STAMP)
@@ -34,3 +38,11 @@ clean:
 
 publish: $(STAMP)
 	$(BIN)/python -m coursekit publish --out _build/publish
+
+grade: $(STAMP)
+	$(BIN)/python -m coursekit grade transformers --jobs $(JOBS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_site.py
+	$(BIN)/python bench/bench_autograde.py
+	$(BIN)/python bench/bench_learner.py

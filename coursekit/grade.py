@@ -76,8 +76,9 @@ def _app(root: Path, assignment: str, db_url: str | None):
     return app
 
 
-def course_settings(root: Path, assignment: str, db_url: str | None) -> tuple[str, str, list[str]]:
-    """(db_url, course_id, students with a submission of ``assignment``) as the course's nbgrader config says."""
+def course_settings(root: Path, assignment: str, db_url: str | None) -> tuple[str, str, list[str], set[str]]:
+    """(db_url, course_id, students with a submission of ``assignment``, those already autograded) as the
+    course's nbgrader config says (the submitted directory may be pre-flight's checked copy)."""
     app = _app(root, assignment, db_url)
     coursedir = app.coursedir
     submitted = Path(coursedir.root) / coursedir.submitted_directory
@@ -85,7 +86,9 @@ def course_settings(root: Path, assignment: str, db_url: str | None) -> tuple[st
         d.name for d in submitted.iterdir()
         if d.is_dir() and (d / assignment).is_dir() and d.name not in (coursedir.student_id_exclude or "").split(",")
     ) if submitted.is_dir() else []
-    return coursedir.db_url, coursedir.course_id, students
+    autograded = Path(coursedir.root) / coursedir.autograded_directory
+    done = {s for s in students if (autograded / s / assignment).exists()}
+    return coursedir.db_url, coursedir.course_id, students, done
 
 
 def is_sqlite(url: str) -> bool:
@@ -219,12 +222,11 @@ def grade(root: Path = ROOT, assignment: str = "transformers", jobs: int | None 
     bindir = str(Path(sys.executable).parent)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    db_url, course_id, cohort = course_settings(root, assignment, db_url)
+    db_url, course_id, cohort, done = course_settings(root, assignment, db_url)
     students = [s for s in cohort if not students or s in students]
     if not students:
         raise SystemExit(f"grade: no submissions of {assignment!r} under {root / 'submitted'}")
     if not force:  # like `nbgrader autograde`: already autograded submissions are left alone
-        done = {s for s in students if (root / "autograded" / s / assignment).exists()}
         students = [s for s in students if s not in done]
     jobs = min(jobs, max(1, len(students)))
     if is_sqlite(db_url) and not sqlite_path(db_url).exists():
@@ -268,7 +270,7 @@ def grade(root: Path = ROOT, assignment: str = "transformers", jobs: int | None 
                     if bar:
                         bar.update(1)
                         if not result.ok:
-                            bar.write(f"FAILED {result.student}")
+                            bar.write(f"failed: {result.student}", file=sys.stderr)
         if is_sqlite(db_url):
             # Failed submissions too: stock nbgrader leaves in the gradebook whatever it recorded before the
             # failure (the student, a submission scored zero), and so does the merge.

@@ -73,15 +73,22 @@ class RequestRecorder:
     """
 
     def __init__(self, context, base_url: str):
-        self.base = urlsplit(base_url)
+        self.local: set[tuple] = set()
+        self.allow(base_url)
         self.external: list[str] = []
         context.route("**/*", self._route)
+
+    def allow(self, base_url: str) -> None:
+        """Treat another server on this machine (e.g. a second JupyterLab) as local too."""
+        parts = urlsplit(base_url)
+        assert parts.hostname == "127.0.0.1", base_url
+        self.local.add((parts.scheme, parts.hostname, parts.port))
 
     def is_local(self, url: str) -> bool:
         parts = urlsplit(url)
         if parts.scheme in ("data", "blob", "about"):
             return True
-        return (parts.scheme, parts.hostname, parts.port) == (self.base.scheme, self.base.hostname, self.base.port)
+        return (parts.scheme, parts.hostname, parts.port) in self.local
 
     def _route(self, route):
         url = route.request.url
