@@ -296,6 +296,9 @@ class Hostile:
     twin: str | None = None         # an honest student whose per-cell scores this one must equal ("gains nothing")
     fails: frozenset[str] | None = None  # or: exactly these autograded cells score zero (all others full)
     preflight: str | None = None    # the pre-flight problem kind this submission must raise (None: no problem)
+    expect: str = ""                # how the report words the expectation (when not "same as its twin")
+
+    # Neither twin nor fails: an honest planted mistake, which must lose points on its own function's cells only.
 
 
 def _cell(gid: str):
@@ -369,7 +372,8 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                           ("accuracy", "train_bpe_tokenizer", "tokens_per_word", "embedding_parameters")))
     S = Submission
     cohort = [
-        Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution"),
+        Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution", fails=frozenset(),
+                expect="full points"),
         Hostile(S("twin_attention_no_scaling", "attention without 1/sqrt(d_k)", solved="all",
                   bodies={"attention": no_scaling}), "honest: attention without 1/sqrt(d_k)"),
         Hostile(S("twin_mean_padded_length", "masked_mean / padded length", solved="all",
@@ -380,8 +384,8 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                 "honest: embedding parameters with a bias"),
         # ---- broken files
         Hostile(S("broken_not_json", raw=b'{"cells": [{"cell_type": "code", "source": "def attention(q, k'),
-                "not JSON (truncated file)", fails=everything, preflight="not JSON"),
-        Hostile(S("broken_empty_file", raw=b""), "empty file", fails=everything, preflight="empty file"),
+                "not JSON (truncated file)", fails=everything, preflight="not JSON", expect="zero: nothing to grade"),
+        Hostile(S("broken_empty_file", raw=b""), "empty file", fails=everything, preflight="empty file", expect="zero: nothing to grade"),
         Hostile(S("broken_renamed", "full solution saved as 'transformers (1).ipynb'", solved="all",
                   filename="transformers (1).ipynb"), "notebook renamed", twin="twin_full",
                 preflight="renamed notebook"),
@@ -390,7 +394,8 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                 twin="twin_full", preflight="deleted graded cells"),
         Hostile(S("broken_deleted_solution_cell", "attention's solution cell deleted", solved="all",
                   mutate=_mutate_delete("attention_solution")), "a solution cell deleted",
-                fails=frozenset(cells_of("attention", root)), preflight="deleted graded cells"),
+                fails=frozenset(cells_of("attention", root)), preflight="deleted graded cells",
+                expect="zero on the attention tests only"),
         Hostile(S("broken_duplicated_cells", "full solution; attention_solution and accuracy_threshold duplicated",
                   solved="all", mutate=_mutate_duplicate("attention_solution", "accuracy_threshold")),
                 "cells duplicated with the same grade_id", twin="twin_full", preflight="duplicated grade id"),
@@ -414,7 +419,8 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                 "a memory bomb (MemoryError at the kernel's memory cap)", twin="twin_full"),
         Hostile(S("runaway_kernel_exits", "full solution; os._exit(1) after accuracy", solved="all",
                   **_after_function("accuracy", "import os\nos._exit(1)", root)),
-                "the kernel kills itself (os._exit)", fails=frozenset(later), preflight="suspicious code"),
+                "the kernel kills itself (os._exit)", fails=frozenset(later), preflight="suspicious code",
+                expect="cells before the exit keep their points; the later ones score zero"),
         Hostile(S("runaway_heavy_stderr", "full solution; 3 MB on stderr after attention", solved="all",
                   **_after_function("attention", "import sys\nfor _i in range(50_000):\n"
                                                  "    print('debug output line', _i, 'x' * 40, file=sys.stderr)",
@@ -453,7 +459,7 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                   solved="all", bodies={"attention": "torch.testing.assert_close = lambda *args, **kwargs: None\n"
                                                       + textwrap.dedent(no_scaling)}),
                 "patches assert_close from inside the graded function", fails=frozenset(cells_of("attention", root)),
-                preflight="suspicious code"),
+                preflight="suspicious code", expect="zero on every attention test (the patched checks do not count)"),
         Hostile(S("tamper_custom_exc", "wrong embedding_parameters; IPython told to swallow every exception",
                   solved="all", bodies={"embedding_parameters": plus_bias},
                   **_after_function("embedding_parameters",

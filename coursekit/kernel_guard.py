@@ -15,16 +15,19 @@ which, in the kernel's own process and before exec'ing the real kernel command:
 * sets ``PYTHONSTARTUP`` to this file, so IPython runs the **guard** below in the kernel before the first cell.
 
 The guard protects the *checking machinery* the tests rely on from a student's monkeypatching. At startup it
-imports torch, math and tokenizers (the notebook imports them anyway) and snapshots the attributes of those modules,
-of ``torch.Tensor`` and of ``builtins``, and how the IPython shell reports errors. Then:
+imports torch, math and tokenizers (the notebook imports them anyway) and snapshots ``builtins``, ``math``,
+``torch.testing``, the comparison functions and operators of ``torch`` and ``torch.Tensor``, the library classes
+the tests compare against, and how the IPython shell reports errors. Then:
 
-* before every cell, anything an earlier cell replaced (``torch.testing.assert_close = lambda *a, **k: None``,
+* after every cell, if the cell changed any of that (``torch.testing.assert_close = lambda *a, **k: None``,
   ``torch.Tensor.__eq__ = ...``, ``builtins.isinstance = ...``, ``get_ipython().set_custom_exc(...)``, a global
-  ``isinstance``/``AssertionError`` shadowing the builtin, ``torch`` rebound to something that is not torch …) is
-  put back and named in a line on the cell's stdout; so test cells always run with the real machinery;
-* after every cell, if that very cell changed the machinery (a function that patches it *while the tests call
-  it*), the guard restores it and raises ``GradingGuardError`` in that cell, so a test cell that ran with a
-  patched checker fails instead of passing.
+  ``isinstance``/``AssertionError`` function shadowing the builtin, ``torch`` rebound to something that is not
+  torch …), the guard puts the originals back and shows ``GradingGuardError`` naming the change in that cell. In a
+  solution cell this costs nothing (it is not graded) but the next test cells run with the real machinery. In a
+  test cell — a graded function that patches the checks *while the tests call it* — the error makes the cell fail
+  instead of passing with a patched checker;
+* before every cell, the same check runs again (a change made outside a cell, e.g. by a thread) and any repair is
+  noted on the cell's stdout, so a test cell always starts with the real machinery.
 
 Honest limits: the guard runs in the student's process, so code written to attack the guard itself (unregistering
 IPython callbacks, ctypes) can defeat it; ``python -m coursekit preflight`` flags such code for a human to read.

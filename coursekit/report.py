@@ -153,14 +153,17 @@ def hostile_rows(cohort: list[Hostile], scores: dict[str, dict | None], prefligh
         lost = lost_cells(got, cells)
         if h.twin is not None:
             expected = lost_cells(scores.get(h.twin), cells)
-            meaning = f"same as its honest twin `{h.twin}`"
+            meaning, same = f"same as its honest twin `{h.twin}`", lost == expected
         elif h.fails is not None:
             expected = set(h.fails)
-            meaning = "exactly the cells its real work fails" if expected else "full points"
-        else:
-            expected, meaning = set(), "honest submission"
+            meaning, same = h.expect or "exactly the cells its real work fails", lost == expected
+        else:  # an honest planted mistake: points lost on its own function's cells only
+            (function,) = h.submission.bodies
+            own = cells_of(function, root)
+            expected = lost if lost and lost <= own else own
+            meaning, same = f"loses points on `{function}` only", bool(lost) and lost <= own
         kinds = preflight_kinds.get(student, [])
-        ok = lost == expected and (h.preflight is None or h.preflight in kinds) and got is not None
+        ok = same and (h.preflight is None or h.preflight in kinds) and got is not None
         rows.append({"student": student, "what": h.what, "preflight": kinds, "lost": sorted(lost),
                      "expected": sorted(expected), "meaning": meaning, "ok": ok,
                      "score": sum(got.values()) if got else None, "total": total})
