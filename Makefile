@@ -36,8 +36,8 @@ release: $(STAMP)
 clean:
 	rm -rf _build
 
-publish: $(STAMP)
-	$(BIN)/python -m coursekit publish --out _build/publish
+publish: book
+	$(BIN)/python -m coursekit publish --out _build/publish --site _build/html
 
 grade: $(STAMP)
 	$(BIN)/python -m coursekit grade transformers --jobs $(JOBS)
