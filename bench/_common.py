@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -11,16 +10,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from coursekit import copy_course  # noqa: E402,F401  (used by the benchmarks)
 BIN = Path(sys.executable).parent
-IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
-    "submitted", "autograded", "feedback", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results",
-)
-
-
-def copy_course(dest: Path) -> Path:
-    shutil.copytree(ROOT, dest, ignore=IGNORE, symlinks=True)
-    return dest
 
 
 def env(**extra) -> dict:

@@ -4,7 +4,21 @@ Thin helpers around the stock tools (jupyter-book, nbgrader): exporting the chap
 pre-flight checks of submissions, publishing the student-facing tree, reports. Run as
 ``python -m coursekit <command>`` from the repository root.
 """
+import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
+
+# Never copied when a test, benchmark or report works on a copy of the course: environments, build output,
+# student data, VCS metadata.
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
+    "submitted", "feedback", "preflight", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results",
+)
+
+
+def copy_course(dest: Path, root: Path = ROOT) -> Path:
+    """Copy the course (book, assignments, release, configuration, tooling) into ``dest`` and return it."""
+    shutil.copytree(root, dest, ignore=COPY_IGNORE, symlinks=True)
+    return dest

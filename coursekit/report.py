@@ -19,23 +19,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from . import ROOT
+from . import ROOT, copy_course
 from .catalog import EXERCISES, Hostile, plants
 from .cohort import autograded_cells, cells_of, read, source_path
 
 GENERATED = Path("book") / "_generated"
 CATALOG_TABLE = GENERATED / "grading_catalog.md"
 HOSTILE_TABLE = GENERATED / "grading_hostile.md"
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "submitted",
-    "autograded", "feedback", "preflight", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results")
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -47,10 +43,6 @@ def command(args: list[str], cwd: Path, timeout: float = 3600) -> subprocess.Com
     env = {**os.environ, "PATH": f"{bin_dir()}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
-
-def copy_course(dest: Path, root: Path = ROOT) -> Path:
-    shutil.copytree(root, dest, ignore=COPY_IGNORE, symlinks=True)
-    return dest
 
 
 def prepare(course: Path) -> None:

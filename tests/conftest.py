@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,19 +9,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from coursekit import copy_course  # noqa: E402  (re-exported for the tests)
 BIN = Path(sys.executable).parent
 
-# Never copied into a test's course: environments, build output, student data, VCS metadata.
-IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
-    "submitted", "feedback", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results", "preflight",
-)
-
-
-def copy_course(dest: Path) -> Path:
-    """Copy the repository's course files into ``dest`` (created) and return it."""
-    shutil.copytree(ROOT, dest, ignore=IGNORE, symlinks=True)
-    return dest
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
