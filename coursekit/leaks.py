@@ -43,10 +43,11 @@ def _cell_source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def secret_lines(notebook: Path, public: set[str] | None = None) -> set[str]:
+def secret_lines(notebook: Path, public: str = "") -> set[str]:
     """Non-trivial, normalised lines inside solution and hidden-test regions of one source notebook.
 
-    Lines that are public anyway (present in ``public``, e.g. the release notebooks) are not secrets.
+    Lines that are public anyway (found in ``public``, the normalised text of the release notebooks: supplied code,
+    instructions that quote a call) are not secrets.
     """
     try:
         nb = json.loads(notebook.read_text(encoding="utf-8"))
@@ -66,22 +67,23 @@ def secret_lines(notebook: Path, public: set[str] | None = None) -> set[str]:
                 continue
             if inside:
                 norm = normalise(raw)
-                if len(norm) >= MIN_CHARS and not (public and norm in public):
+                if len(norm) >= MIN_CHARS and norm not in public:
                     secrets.add(norm)
     return secrets
 
 
-def public_lines(paths: list[Path]) -> set[str]:
-    lines: set[str] = set()
+def public_text(paths: list[Path]) -> str:
+    """The normalised text of the release notebooks' cells, one line per source line."""
+    lines: list[str] = []
     for path in paths:
         for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
-            lines.update(normalise(raw) for raw in _cell_source(cell).splitlines())
-    return lines
+            lines.extend(normalise(raw) for raw in _cell_source(cell).splitlines())
+    return "\n".join(lines)
 
 
 def course_secrets(root: Path = ROOT) -> set[str]:
     release = sorted((root / "release").rglob("*.ipynb"))
-    public = public_lines(release)
+    public = public_text(release)
     secrets: set[str] = set()
     for notebook in sorted((root / "assignments").rglob("*.ipynb")):
         if ".ipynb_checkpoints" not in notebook.parts:

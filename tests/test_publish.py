@@ -120,3 +120,14 @@ def test_publish_refuses_and_removes_a_leaking_output(built_site, course_dir, tm
     proc = run([sys.executable, "-m", "coursekit", "publish", "--out", str(out), "--site", str(site)],
                cwd=course_dir, check=False)
     assert proc.returncode == 1 and "LEAK" in proc.stderr and not out.exists()
+
+
+def test_lines_the_release_already_shows_are_not_secrets(tmp_path):
+    """An instruction quoting a call (public in the release) must not make the guard cry wolf."""
+    source = tmp_path / "source.ipynb"
+    source.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": [
+        "def train(corpus, trainer):\n", "    ### BEGIN SOLUTION\n",
+        "    tokenizer.train_from_iterator(corpus, trainer)\n", "    secret_weights = scores.softmax(dim=-1)\n",
+        "    ### END SOLUTION\n"]}]}))
+    public = "4. Call `tokenizer.train_from_iterator(corpus, trainer)` and return the tokenizer."
+    assert leaks.secret_lines(source, public) == {"secret_weights = scores.softmax(dim=-1)"}
