@@ -91,6 +91,7 @@ def test_guard_catches_student_data(published, tmp_path):
     out = _planted(published, tmp_path)
     (out / "site" / "gradebook.db").write_bytes(b"SQLite format 3\x00")
     (out / "student" / "autograded" / "bob" / "transformers").mkdir(parents=True)
+    (out / "student" / "autograded" / "bob" / "transformers" / "notes.txt").write_text("graded")
     graded = json.loads((ROOT / "release" / "transformers" / "transformers.ipynb").read_text())
     for cell in graded["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("grade"):
