@@ -38,6 +38,9 @@ c.Autograde.create_student = True
 # a few seconds; a test cell well under one.
 c.Execute.timeout = 30
 c.Execute.startup_timeout = 120
+# Once a notebook has run, its kernel is killed rather than asked to shut down and waited for (about 0.6 s per
+# submission with PyTorch loaded): nothing in the kernel is needed after the last cell.
+c.Execute.shutdown_kernel = "immediate"
 # Graded cells a student deleted are put back from the gradebook before grading (with a note in the cell).
 c.OverwriteCells.add_missing_cells = True
 # nbgrader scores a test cell zero if it wrote *anything* to stderr (nbgrader.utils.determine_grade), so a harmless

@@ -44,8 +44,11 @@ def peak_rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmHWM for {pid}")
 
 
-def run_notebook(nb, cwd: Path, timeout: int = 300, extra_code: list[str] = (), **extra_env) -> dict:
+def run_notebook(nb, cwd: Path, timeout: int = 300, extra_code: list[str] = (), client_options: dict | None = None,
+                 **extra_env) -> dict:
     """Execute ``nb`` top to bottom in a fresh python3 kernel (cwd ``cwd``), then ``extra_code`` cells.
+
+    ``client_options`` go to nbclient's ``NotebookClient`` (e.g. the grading kernel manager of autograde).
 
     Returns wall seconds (kernel start to last cell), kernel start seconds, the kernel's peak RSS (VmHWM) in MB,
     the kernel's CPU seconds, and each code cell's seconds. Raises on a cell error, like the build does.
@@ -59,7 +62,8 @@ def run_notebook(nb, cwd: Path, timeout: int = 300, extra_code: list[str] = (), 
     old = {k: os.environ.get(k) for k in extra_env}
     os.environ.update({k: str(v) for k, v in extra_env.items()})
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
+                                **(client_options or {}))
         start, cpu = time.perf_counter(), children_cpu()
         cells = []
         with client.setup_kernel(cwd=str(cwd)):

@@ -29,6 +29,10 @@ the tests compare against, and how the IPython shell reports errors. Then:
 * before every cell, the same check runs again (a change made outside a cell, e.g. by a thread) and any repair is
   noted on the cell's stdout, so a test cell always starts with the real machinery.
 
+One speed setting: ``torch.testing.assert_close`` skips its check for distributed tensors (``DTensor``; the homework
+creates no process group, so none reach its tests), which spares every submission the import of ``torch.distributed``
+that its first call would otherwise make.
+
 Honest limits: the guard runs in the student's process, so code written to attack the guard itself (unregistering
 IPython callbacks, ctypes) can defeat it; ``python -m coursekit preflight`` flags such code for a human to read.
 """
@@ -103,6 +107,13 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
         "tokenizers": ["Tokenizer", "models", "pre_tokenizers", "trainers"],
         "tokenizers.models": ["BPE"], "tokenizers.pre_tokenizers": ["Whitespace"], "tokenizers.trainers": ["BpeTrainer"],
     }
+    # torch.testing.assert_close's first call imports torch.distributed.tensor (about 0.2 s per grading kernel) only
+    # to check whether its inputs are DTensors: the homework creates no process group, so no DTensor reaches a test.
+    # Skip that check (the flag is then guarded like the rest of torch.testing._comparison).
+    try:
+        importlib.import_module("torch.testing._comparison")._HAS_DTENSOR = False
+    except Exception:  # noqa: BLE001 - another torch version: nothing to skip
+        pass
     missing = object()
     owners = {}
     for name in watch:  # import everything first: importing a submodule sets an attribute of its package

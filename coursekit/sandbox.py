@@ -55,6 +55,11 @@ class GradingKernelManager(AsyncKernelManager):
             wrapper.append("--no-guard")
         return wrapper + ["--"] + cmd
 
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # jupyter_client checks every 100 ms whether a killed kernel has exited; with one kernel per submission
+        # (killed after its last cell: c.Execute.shutdown_kernel = "immediate") that is ~0.1 s per submission.
+        await super()._async_wait(pollinterval=min(pollinterval, 0.005))
+
 
 def _error(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue,
