@@ -29,9 +29,8 @@ the tests compare against, and how the IPython shell reports errors. Then:
 * before every cell, the same check runs again (a change made outside a cell, e.g. by a thread) and any repair is
   noted on the cell's stdout, so a test cell always starts with the real machinery.
 
-One speed setting: ``torch.testing.assert_close`` skips its check for distributed tensors (``DTensor``; the homework
-creates no process group, so none reach its tests), which spares every submission the import of ``torch.distributed``
-that its first call would otherwise make.
+Speed: the kernel is spared two imports PyTorch makes lazily and the tests never need (SymPy, behind
+``torch._check``, and ``torch.distributed``, behind ``torch.testing.assert_close``); see ``_spare_lazy_imports``.
 
 Honest limits: the guard runs in the student's process, so code written to attack the guard itself (unregistering
 IPython callbacks, ctypes) can defeat it; ``python -m coursekit preflight`` flags such code for a human to read.
@@ -71,6 +70,36 @@ def launch(argv: list[str]) -> None:
     os.execvp(command[0], command)
 
 
+# ------------------------------------------------------------------------------------------ lazy imports spared
+def _spare_lazy_imports(importlib) -> None:
+    """Spare each grading kernel two lazy imports of PyTorch that the homework's tests never need (about 0.5 s).
+
+    * ``torch._check_with`` (behind ``torch._check`` and e.g. ``nn.MultiheadAttention``'s ``key_padding_mask``
+      shape check) imports ``torch.fx.experimental.symbolic_shapes``, and with it SymPy, on every call, only to
+      evaluate ``expect_true(cond)``, which for a plain ``True`` is ``True``. A passing check (``cond is True``)
+      returns at once here; every other condition goes to PyTorch's own function, unchanged.
+    * ``torch.testing.assert_close`` imports ``torch.distributed.tensor`` on its first call to check whether its
+      inputs are DTensors: the homework creates no process group, so no DTensor reaches a test. That check is
+      skipped.
+
+    Both are then watched by the guard like the rest of the checking machinery.
+    """
+    try:
+        torch = importlib.import_module("torch")
+        original = torch._check_with
+
+        def _check_with(error_type, cond, message):
+            if cond is True:  # what PyTorch's own version returns for it, without the import
+                return
+            return original(error_type, cond, message)
+
+        _check_with.__doc__, _check_with.__wrapped__ = original.__doc__, original
+        torch._check_with = _check_with
+        importlib.import_module("torch.testing._comparison")._HAS_DTENSOR = False
+    except Exception:  # noqa: BLE001 - a PyTorch without these internals: nothing to spare
+        pass
+
+
 # --------------------------------------------------------------------------------------------------- the guard
 def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the user namespace's globals
     import builtins
@@ -92,8 +121,8 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
     # list, because torch rebinds some of its own attributes at run time (torch._dynamo wraps torch.manual_seed).
     watch = {
         "builtins": None, "math": None, "torch.testing": None, "torch.testing._comparison": None,
-        "torch": ["allclose", "isclose", "equal", "eq", "ne", "lt", "le", "gt", "ge", "all", "any", "abs", "isnan",
-                  "isinf", "isfinite", "is_tensor", "testing", "tensor", "as_tensor", "ones", "zeros", "full",
+        "torch": ["_check_with", "allclose", "isclose", "equal", "eq", "ne", "lt", "le", "gt", "ge", "all", "any", "abs",
+                  "isnan", "isinf", "isfinite", "is_tensor", "testing", "tensor", "as_tensor", "ones", "zeros", "full",
                   "ones_like", "zeros_like", "full_like", "arange", "randn", "rand", "randint", "randperm",
                   "Generator", "Tensor", "float32", "float64", "bool", "softmax", "matmul", "sum", "mean"],
         "torch.Tensor": ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__",
@@ -107,13 +136,7 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
         "tokenizers": ["Tokenizer", "models", "pre_tokenizers", "trainers"],
         "tokenizers.models": ["BPE"], "tokenizers.pre_tokenizers": ["Whitespace"], "tokenizers.trainers": ["BpeTrainer"],
     }
-    # torch.testing.assert_close's first call imports torch.distributed.tensor (about 0.2 s per grading kernel) only
-    # to check whether its inputs are DTensors: the homework creates no process group, so no DTensor reaches a test.
-    # Skip that check (the flag is then guarded like the rest of torch.testing._comparison).
-    try:
-        importlib.import_module("torch.testing._comparison")._HAS_DTENSOR = False
-    except Exception:  # noqa: BLE001 - another torch version: nothing to skip
-        pass
+    _spare_lazy_imports(importlib)
     missing = object()
     owners = {}
     for name in watch:  # import everything first: importing a submodule sets an attribute of its package
@@ -210,7 +233,8 @@ if "get_ipython" in globals():  # PYTHONSTARTUP: IPython runs this file in the k
     try:
         _install_guard()
     finally:
-        for _name in ("_install_guard", "launch", "GUARD_NAME", "annotations", "os", "sys", "_name"):
+        for _name in ("_install_guard", "_spare_lazy_imports", "launch", "GUARD_NAME", "annotations", "os", "sys",
+                      "_name"):
             globals().pop(_name, None)
 elif __name__ == "__main__":  # the launcher: python kernel_guard.py [limits] -- kernel command
     launch(sys.argv[1:])

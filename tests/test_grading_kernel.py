@@ -39,33 +39,44 @@ def errors(outputs: list[dict]) -> list[str]:
     return [o["ename"] for o in outputs if o["output_type"] == "error"]
 
 
-def test_assert_close_compares_as_before_without_importing_torch_distributed(config, tmp_path):
+SPARED = "print([m for m in ('sympy', 'torch.distributed.tensor') if m in sys.modules])"
+MHA = ("_mha = torch.nn.MultiheadAttention(2, 1, batch_first=True)\n"
+       "_x = torch.randn(2, 3, 2)\n")
+
+
+def test_checks_behave_as_before_without_importing_sympy_or_torch_distributed(config, tmp_path):
     outputs = grade([
-        "import sys, torch\n"
-        "torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]))\n"
-        "print('torch.distributed.tensor' in sys.modules)",
+        "import sys, torch\n" + MHA
+        + "_mha(_x, _x, _x, key_padding_mask=torch.tensor([[False, False, True], [False, True, True]]))\n"
+        "torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]))\n" + SPARED,
         "torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]))",
         "torch.testing.assert_close(torch.ones(2, 3), torch.ones(3, 2))",
-        # A submission switching the check back on is undone like any other change to the checking machinery.
+        "torch._check(1 + 1 == 3, lambda: 'arithmetic')",  # a failing check goes to PyTorch's own function
+        "_mha(_x, _x, _x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))",
+        # A submission putting PyTorch's originals back is undone like any other change to the checking machinery.
         "import torch.testing._comparison as _c\n_c._HAS_DTENSOR = True",
-        "print(_c._HAS_DTENSOR)",
+        "torch._check_with = torch._check_with.__wrapped__",
+        "print(_c._HAS_DTENSOR, hasattr(torch._check_with, '__wrapped__'))",
     ], config, tmp_path)
-    assert text(outputs[0]).strip() == "False", outputs[0]
+    assert text(outputs[0]).strip() == "[]", outputs[0]
     assert errors(outputs[1]) == ["AssertionError"], outputs[1]
     assert errors(outputs[2]) == ["AssertionError"], outputs[2]
-    assert errors(outputs[3]) == ["GradingGuardError"], outputs[3]
-    assert text(outputs[4]).strip() == "False", outputs[4]
+    assert errors(outputs[3]) == ["RuntimeError"] and "arithmetic" in str(outputs[3]), outputs[3]
+    assert errors(outputs[4]) == ["AssertionError"] and "key_padded_mask.shape[1]" in str(outputs[4]), outputs[4]
+    assert errors(outputs[5]) == ["GradingGuardError"], outputs[5]
+    assert errors(outputs[6]) == ["GradingGuardError"], outputs[6]
+    assert text(outputs[7]).strip() == "False True", outputs[7]
 
 
-def test_without_the_guard_assert_close_would_import_it(tmp_path):
-    """The control: in a plain kernel the same call imports torch.distributed (so the test above can fail)."""
+def test_without_the_guard_the_same_calls_import_both(tmp_path):
+    """The control: in a plain kernel the same calls import SymPy and torch.distributed (so the test above can fail)."""
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import sys, torch\ntorch.testing.assert_close(torch.ones(1), torch.ones(1))\n"
-        "print('torch.distributed.tensor' in sys.modules or not torch.distributed.is_available())")])
+        "import sys, torch\n" + MHA + "_mha(_x, _x, _x, key_padding_mask=torch.zeros(2, 3, dtype=torch.bool))\n"
+        "torch.testing.assert_close(torch.ones(1), torch.ones(1))\n" + SPARED)])
     NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    assert text(nb.cells[0].outputs).strip() == "True", nb.cells[0].outputs
+    assert text(nb.cells[0].outputs).strip() == "['sympy', 'torch.distributed.tensor']", nb.cells[0].outputs
 
 
 def test_the_kernel_is_killed_after_the_last_cell_and_every_output_is_kept(config, tmp_path):
