@@ -17,10 +17,13 @@ help:
 	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner); see bench/README.md"
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml coursekit/kernelspec/kernel.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	# the grading sandbox: its kernel provisioner (an entry point of this package) and the kernelspec naming it
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/jupyter kernelspec install --sys-prefix --name course-grading coursekit/kernelspec >/dev/null
 	touch $(STAMP)
 
 book: $(STAMP)

@@ -8,7 +8,6 @@
 See book/instructors.md for the whole workflow.
 """
 import os
-import sys
 
 c = get_config()  # noqa: F821 -- provided by traitlets when it loads this file
 
@@ -52,14 +51,9 @@ c.IgnorePattern.pattern = r"(?m)\b[A-Z]\w*Warning: "
 # --- Feedback ----------------------------------------------------------------------------------------------------
 # Upstream feedback shows the restored hidden tests (jupyter/nbgrader#1363); remove them, and shorten the
 # tracebacks of test cells that contain hidden tests (a traceback quotes the failing line).
-sys.path.insert(0, HERE)
-try:
-    from coursekit.nbgrader_plugins import FeedbackHidesHiddenTests
-except ImportError:  # e.g. a copy of this file without coursekit/: fail loudly only when feedback is generated
-    FeedbackHidesHiddenTests = "coursekit.nbgrader_plugins.FeedbackHidesHiddenTests"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    FeedbackHidesHiddenTests,
+    "coursekit.nbgrader_plugins.FeedbackHidesHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
@@ -69,22 +63,36 @@ c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE\nraise NotImplementedError("not done yet: replace this line with your code")'
 }
 
-# --- Trustworthy autograding (coursekit/sandbox.py, coursekit/preflight.py; book/instructors.md "Limits and
-# pre-flight") ----------------------------------------------------------------------------------------------------
-# Grading kernels start through coursekit/kernel_guard.py: an address-space cap (a memory bomb gets MemoryError
-# instead of taking the machine down), a CPU-time cap, and a guard that undoes monkeypatching of the tests' checking
-# machinery. A kernel that dies (os._exit, crash) no longer aborts the student's autograde: later cells score zero.
-from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades)
+# --- Grading sandbox (coursekit/sandbox.py; book/instructors.md "What a submission can and cannot do") -----------
+# Every grading kernel runs in a bubblewrap sandbox: its own working copy is the only writable folder, nothing else of
+# the course, your home or your environment is visible, there is no network, every process it starts dies with it,
+# and memory, CPU time, processes and file size are capped. The grading kernelspec names the sandbox's provisioner;
+# the exporter refuses to start grading on a machine where the sandbox cannot be built.
+c.Execute.kernel_name = "course-grading"
+c.Autograde.exporter_class = "coursekit.sandbox.SandboxedExporter"
+c.GradingSandbox.memory_limit_mb = 4096  # per grading kernel; the solved homework peaks well below 1 GB
+c.GradingSandbox.cpu_limit_s = 900       # per grading kernel, whole notebook (c.Execute.timeout is per cell)
+# The course's grading secret: never committed (.gitignore), created on first use. Hidden tests draw their inputs from
+# a salt derived from it, so knowing a test's code does not tell a student its inputs.
+c.GradingSandbox.secret_file = os.path.join(HERE, ".grading-secret")
+# c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 
-from coursekit.preflight import submitted_directory  # noqa: E402
-from coursekit.sandbox import GradingExecute  # noqa: E402
+# Stock preprocessor list, with the sandbox-aware Execute and three small steps of coursekit/grading.py.
+c.Autograde.autograde_preprocessors = [
+    "coursekit.grading.GradingExecute",
+    "coursekit.grading.RemoveLinks",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "coursekit.grading.TruncateOutput",
+    "coursekit.grading.PassiveOutputs",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
-c.Autograde.autograde_preprocessors = [GradingExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]  # stock list, own Execute
-c.GradingKernelManager.memory_limit_mb = 4096  # per grading kernel; the solved homework peaks well below 1 GB
-c.GradingKernelManager.cpu_limit_s = 900       # per grading kernel, whole notebook (c.Execute.timeout is per cell)
 # After `python -m coursekit preflight transformers`, autograde reads its checked copy (preflight/submitted/) as long
 # as it matches submitted/; otherwise submitted/ itself. submitted/ is never written.
+from coursekit.preflight import submitted_directory  # noqa: E402
+
 c.CourseDirectory.submitted_directory = submitted_directory(HERE, "submitted")

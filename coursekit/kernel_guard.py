@@ -1,23 +1,11 @@
-"""The grading kernel's limits and guard (stdlib only: this file runs before and inside every grading kernel).
+"""The in-kernel guard of grading kernels (stdlib only: IPython runs this file in every grading kernel before the
+first cell, as ``PYTHONSTARTUP``; ``coursekit/sandbox.py`` mounts it read-only into the sandbox and sets the variable).
 
-``nbgrader autograde`` starts one IPython kernel per submission. ``coursekit.sandbox.GradingKernelManager``
-(configured in ``nbgrader_config.py``) launches it through this file:
-
-    python kernel_guard.py --memory-mb 4096 --cpu-seconds 600 -- python -m ipykernel_launcher -f conn.json ...
-
-which, in the kernel's own process and before exec'ing the real kernel command:
-
-* caps the address space (``RLIMIT_AS``): an allocation beyond the cap raises ``MemoryError`` inside the cell
-  instead of swapping the grading machine to death; ``MALLOC_ARENA_MAX`` keeps glibc's per-thread arenas (virtual
-  memory, not real) from eating the cap on machines with many cores;
-* caps the kernel's total CPU time (``RLIMIT_CPU``, a backstop behind nbgrader's per-cell timeout, which
-  interrupts a runaway cell: ``c.Execute.timeout``);
-* sets ``PYTHONSTARTUP`` to this file, so IPython runs the **guard** below in the kernel before the first cell.
-
-The guard protects the *checking machinery* the tests rely on from a student's monkeypatching. At startup it
-imports torch, math and tokenizers (the notebook imports them anyway) and snapshots ``builtins``, ``math``,
-``torch.testing``, the comparison functions and operators of ``torch`` and ``torch.Tensor``, the library classes
-the tests compare against, and how the IPython shell reports errors. Then:
+The sandbox is the first line: whatever a submission does, it reaches nothing but its own copy. This guard is a
+second line, for grading *correctness*: it protects the checking machinery the tests rely on from a student's
+monkeypatching. At startup it imports torch, math and tokenizers (the notebook imports them anyway) and snapshots
+``builtins``, ``math``, ``torch.testing``, the comparison functions and operators of ``torch`` and ``torch.Tensor``,
+the library classes the tests compare against, and how the IPython shell reports errors. Then:
 
 * after every cell, if the cell changed any of that (``torch.testing.assert_close = lambda *a, **k: None``,
   ``torch.Tensor.__eq__ = ...``, ``builtins.isinstance = ...``, ``get_ipython().set_custom_exc(...)``, a global
@@ -29,75 +17,12 @@ the tests compare against, and how the IPython shell reports errors. Then:
 * before every cell, the same check runs again (a change made outside a cell, e.g. by a thread) and any repair is
   noted on the cell's stdout, so a test cell always starts with the real machinery.
 
-Speed: the kernel is spared two imports PyTorch makes lazily and the tests never need (SymPy, behind
-``torch._check``, and ``torch.distributed``, behind ``torch.testing.assert_close``); see ``_spare_lazy_imports``.
-
 Honest limits: the guard runs in the student's process, so code written to attack the guard itself (unregistering
 IPython callbacks, ctypes) can defeat it; ``python -m coursekit preflight`` flags such code for a human to read.
 """
 from __future__ import annotations
 
-import os
-import sys
-
 GUARD_NAME = "__coursekit_grading_guard__"
-
-
-# ------------------------------------------------------------------------------------------------ the launcher
-def launch(argv: list[str]) -> None:
-    """Apply the limits to this process, then exec the kernel command (same PID: signals and kills reach it)."""
-    import argparse
-    import resource
-
-    parser = argparse.ArgumentParser(prog="kernel_guard.py")
-    parser.add_argument("--memory-mb", type=int, default=0, help="address-space cap in MiB (0: none)")
-    parser.add_argument("--cpu-seconds", type=int, default=0, help="total CPU-time cap in seconds (0: none)")
-    parser.add_argument("--no-guard", action="store_true", help="only the limits, no monkeypatch guard")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no kernel command after --")
-    if args.memory_mb > 0:
-        cap = args.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
-    if args.cpu_seconds > 0:
-        # soft limit: SIGXCPU (kills the kernel: nbgrader records it); hard limit a little later as a backstop
-        resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 30))
-    if not args.no_guard:
-        os.environ["PYTHONSTARTUP"] = os.path.abspath(__file__)
-    os.execvp(command[0], command)
-
-
-# ------------------------------------------------------------------------------------------ lazy imports spared
-def _spare_lazy_imports(importlib) -> None:
-    """Spare each grading kernel two lazy imports of PyTorch that the homework's tests never need (about 0.5 s).
-
-    * ``torch._check_with`` (behind ``torch._check`` and e.g. ``nn.MultiheadAttention``'s ``key_padding_mask``
-      shape check) imports ``torch.fx.experimental.symbolic_shapes``, and with it SymPy, on every call, only to
-      evaluate ``expect_true(cond)``, which for a plain ``True`` is ``True``. A passing check (``cond is True``)
-      returns at once here; every other condition goes to PyTorch's own function, unchanged.
-    * ``torch.testing.assert_close`` imports ``torch.distributed.tensor`` on its first call to check whether its
-      inputs are DTensors: the homework creates no process group, so no DTensor reaches a test. That check is
-      skipped.
-
-    Both are then watched by the guard like the rest of the checking machinery.
-    """
-    try:
-        torch = importlib.import_module("torch")
-        original = torch._check_with
-
-        def _check_with(error_type, cond, message):
-            if cond is True:  # what PyTorch's own version returns for it, without the import
-                return
-            return original(error_type, cond, message)
-
-        _check_with.__doc__, _check_with.__wrapped__ = original.__doc__, original
-        torch._check_with = _check_with
-        importlib.import_module("torch.testing._comparison")._HAS_DTENSOR = False
-    except Exception:  # noqa: BLE001 - a PyTorch without these internals: nothing to spare
-        pass
 
 
 # --------------------------------------------------------------------------------------------------- the guard
@@ -136,7 +61,6 @@ def _install_guard() -> None:  # runs inside the kernel (PYTHONSTARTUP), in the 
         "tokenizers": ["Tokenizer", "models", "pre_tokenizers", "trainers"],
         "tokenizers.models": ["BPE"], "tokenizers.pre_tokenizers": ["Whitespace"], "tokenizers.trainers": ["BpeTrainer"],
     }
-    _spare_lazy_imports(importlib)
     missing = object()
     owners = {}
     for name in watch:  # import everything first: importing a submodule sets an attribute of its package
@@ -233,8 +157,5 @@ if "get_ipython" in globals():  # PYTHONSTARTUP: IPython runs this file in the k
     try:
         _install_guard()
     finally:
-        for _name in ("_install_guard", "_spare_lazy_imports", "launch", "GUARD_NAME", "annotations", "os", "sys",
-                      "_name"):
+        for _name in ("_install_guard", "GUARD_NAME", "annotations", "_name"):
             globals().pop(_name, None)
-elif __name__ == "__main__":  # the launcher: python kernel_guard.py [limits] -- kernel command
-    launch(sys.argv[1:])

@@ -1,11 +1,16 @@
-"""The grading kernel's speed settings (book/instructors.md, "Limits and pre-flight") must not weaken grading.
+"""The grading kernel, as `nbgrader autograde` starts it with the course's nbgrader_config.py: the sandbox's limits,
+namespaces and in-kernel guard are live (a canary: a wrapper that silently stops applying them fails here), grading
+refuses to start without a sandbox, and the kernel is gone, with every process it started, when grading moves on.
 
-Each test runs a small notebook through ``GradingExecute`` with the course's own ``nbgrader_config.py``: exactly
-the preprocessor and kernel that ``nbgrader autograde`` uses.
+Each test runs small notebooks through ``GradingExecute`` with the course's configuration: exactly the preprocessor,
+kernelspec and provisioner ``nbgrader autograde`` uses.
 """
 from __future__ import annotations
 
+import json
 import os
+import socket
+import subprocess
 import sys
 
 import nbformat
@@ -13,9 +18,8 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT))
-from coursekit.sandbox import GradingExecute  # noqa: E402
+from coursekit.grading import GradingExecute
+from coursekit.sandbox import GradingSandbox, SandboxUnavailable
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +27,17 @@ def config():
     return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
 
 
-def grade(cells: list[str], config, cwd) -> list[list[dict]]:
-    """Run ``cells`` as the autograder would; return each cell's outputs."""
+def grade(cells: list[str], config, cwd, **env) -> list[list[dict]]:
+    """Run ``cells`` as the autograder would (in ``cwd``, the working copy); return each cell's outputs."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    GradingExecute(config=config).preprocess(nb, {"metadata": {"path": str(cwd)}})
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        GradingExecute(config=config).preprocess(nb, {"metadata": {"path": str(cwd)}})
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     return [cell.outputs for cell in nb.cells]
 
 
@@ -39,50 +49,127 @@ def errors(outputs: list[dict]) -> list[str]:
     return [o["ename"] for o in outputs if o["output_type"] == "error"]
 
 
-SPARED = "print([m for m in ('sympy', 'torch.distributed.tensor') if m in sys.modules])"
-MHA = ("_mha = torch.nn.MultiheadAttention(2, 1, batch_first=True)\n"
-       "_x = torch.randn(2, 3, 2)\n")
+def test_the_sandbox_is_live_in_a_real_grading_kernel(config, tmp_path):
+    """Caps, namespaces, file system, environment and guard, as seen from inside the kernel autograde starts."""
+    work = tmp_path / "course" / "autograded" / "student" / "hw"
+    work.mkdir(parents=True)
+    (tmp_path / "course" / "secret.txt").write_text("instructor-only")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    limits = GradingSandbox(config=config)
+    probe = f"""
+import json, os, resource, socket
+def limit(name):
+    return resource.getrlimit(getattr(resource, name))[0]
+def reachable():
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+        return True
+    except OSError:
+        return False
+def threads_until_refused():
+    import threading
+    threading.stack_size(256 * 1024)
+    stop, started = threading.Event(), 0
+    try:
+        while started < 4096:
+            threading.Thread(target=stop.wait, daemon=True).start()
+            started += 1
+    except RuntimeError:
+        pass
+    stop.set()
+    return started
+def writable(path):
+    try:
+        open(path, "w").close()
+        return True
+    except OSError:
+        return False
+print(json.dumps({{
+    "as": limit("RLIMIT_AS"), "cpu": limit("RLIMIT_CPU"), "fsize": limit("RLIMIT_FSIZE"),
+    "threads": threads_until_refused(),
+    "ns": {{n: os.readlink(f"/proc/self/ns/{{n}}") for n in ("user", "mnt", "pid", "net", "ipc")}},
+    "pid": os.getpid(), "uid": os.getuid(), "env": sorted(os.environ), "home": os.listdir(os.environ["HOME"]),
+    "course_visible": os.path.exists({str(tmp_path / "course" / "secret.txt")!r}),
+    "repository_visible": os.path.exists({str(ROOT / "nbgrader_config.py")!r}),
+    "user_home_visible": os.path.exists({os.path.expanduser("~")!r} + "/.bashrc"),
+    "tcp_to_host": reachable(), "interfaces": sorted(i for _, i in socket.if_nameindex()),
+    "write_copy": writable("mine.txt"), "write_tmp": writable("/tmp/x"),
+    "write_parent": writable("../../elsewhere.txt"), "write_usr": writable("/usr/x"),
+    "write_python": writable({sys.prefix!r} + "/x"), "write_skeleton": writable({str(ROOT / "x")!r}),
+}}))
+"""
+    outputs = grade([probe, "import torch\ntorch.testing.assert_close = lambda *a, **k: None"], config, work,
+                    INSTRUCTOR_TOKEN="do-not-leak", OMP_NUM_THREADS="1")
+    listener.close()
+    seen = json.loads(text(outputs[0]))
+    assert seen["as"] == limits.memory_limit_mb << 20
+    assert seen["cpu"] == limits.cpu_limit_s
+    assert seen["fsize"] == limits.max_file_mb << 20
+    # processes and threads: RLIMIT_NPROC, or as root (which Linux exempts from it) a pids cgroup
+    assert limits.max_processes // 2 < seen["threads"] < limits.max_processes, seen["threads"]
+    mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in seen["ns"]}
+    assert all(seen["ns"][n] != mine[n] for n in mine), (seen["ns"], mine)
+    assert seen["pid"] < 10 and seen["uid"] == 1000  # a fresh PID namespace; not the instructor's uid
+    assert "INSTRUCTOR_TOKEN" not in seen["env"] and "OMP_NUM_THREADS" in seen["env"]  # allow-list, both ways
+    assert set(seen["home"]) <= {".ipython"}, seen["home"]  # an empty private folder, but for what IPython makes
+    assert not seen["course_visible"] and not seen["repository_visible"] and not seen["user_home_visible"]
+    assert not seen["tcp_to_host"] and seen["interfaces"] == ["lo"]
+    assert seen["write_copy"] and seen["write_tmp"], seen
+    assert not seen["write_usr"] and not seen["write_python"] and not seen["write_skeleton"], seen
+    # (the working copy of this test lies in /tmp, which the sandbox replaces with its own: the write stays there)
+    assert not (work.parent.parent / "elsewhere.txt").exists() and not (ROOT / "x").exists()
+    assert errors(outputs[1]) == ["GradingGuardError"], outputs[1]  # the in-kernel guard runs too
 
 
-def test_checks_behave_as_before_without_importing_sympy_or_torch_distributed(config, tmp_path):
+def test_every_process_dies_with_the_kernel(config, tmp_path):
     outputs = grade([
-        "import sys, torch\n" + MHA
-        + "_mha(_x, _x, _x, key_padding_mask=torch.tensor([[False, False, True], [False, True, True]]))\n"
-        "torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]))\n" + SPARED,
-        "torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]))",
-        "torch.testing.assert_close(torch.ones(2, 3), torch.ones(3, 2))",
-        "torch._check(1 + 1 == 3, lambda: 'arithmetic')",  # a failing check goes to PyTorch's own function
-        "_mha(_x, _x, _x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))",
-        # A submission putting PyTorch's originals back is undone like any other change to the checking machinery.
-        "import torch.testing._comparison as _c\n_c._HAS_DTENSOR = True",
-        "torch._check_with = torch._check_with.__wrapped__",
-        "print(_c._HAS_DTENSOR, hasattr(torch._check_with, '__wrapped__'))",
+        "import os, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(3)\n"
+        "        open('survivor.txt', 'w').write('still running')\n"
+        "    os._exit(0)\n"
+        "print(os.getpid())",
+        "import threading\nthreading.Thread(target=time.sleep, args=(300,)).start()\nprint('last cell')",
     ], config, tmp_path)
-    assert text(outputs[0]).strip() == "[]", outputs[0]
-    assert errors(outputs[1]) == ["AssertionError"], outputs[1]
-    assert errors(outputs[2]) == ["AssertionError"], outputs[2]
-    assert errors(outputs[3]) == ["RuntimeError"] and "arithmetic" in str(outputs[3]), outputs[3]
-    assert errors(outputs[4]) == ["AssertionError"] and "key_padded_mask.shape[1]" in str(outputs[4]), outputs[4]
-    assert errors(outputs[5]) == ["GradingGuardError"], outputs[5]
-    assert errors(outputs[6]) == ["GradingGuardError"], outputs[6]
-    assert text(outputs[7]).strip() == "False True", outputs[7]
-
-
-def test_without_the_guard_the_same_calls_import_both(tmp_path):
-    """The control: in a plain kernel the same calls import SymPy and torch.distributed (so the test above can fail)."""
-    from nbclient import NotebookClient
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import sys, torch\n" + MHA + "_mha(_x, _x, _x, key_padding_mask=torch.zeros(2, 3, dtype=torch.bool))\n"
-        "torch.testing.assert_close(torch.ones(1), torch.ones(1))\n" + SPARED)])
-    NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    assert text(nb.cells[0].outputs).strip() == "['sympy', 'torch.distributed.tensor']", nb.cells[0].outputs
-
-
-def test_the_kernel_is_killed_after_the_last_cell_and_every_output_is_kept(config, tmp_path):
-    assert config.Execute.shutdown_kernel == "immediate"
-    outputs = grade(["import os\nprint(os.getpid())", "print('last cell', flush=True)\nx = 1\nx"], config, tmp_path)
-    pid = int(text(outputs[0]))
     assert text(outputs[1]) == "last cell\n"
-    assert outputs[1][-1]["data"]["text/plain"] == "1"
-    assert not os.path.exists(f"/proc/{pid}"), f"grading kernel {pid} still running after the notebook finished"
+    survivors = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
+    assert survivors == [], survivors
+    import time
+    time.sleep(4)  # longer than the double-forked grandchild would have waited
+    assert not (tmp_path / "survivor.txt").exists()
+
+
+def test_grading_without_the_sandbox_is_refused_naming_what_is_missing(config):
+    sandbox = GradingSandbox(config=config, bwrap="/nonexistent/bwrap")
+    with pytest.raises(SandboxUnavailable, match=r"bubblewrap .*not installed.*apt-get install bubblewrap"):
+        sandbox.check()
+
+
+def test_a_dead_kernel_costs_only_the_cells_after_it(config, tmp_path):
+    outputs = grade(["print('before')", "import os\nos._exit(1)", "print('after')"], config, tmp_path)
+    assert text(outputs[0]) == "before\n"
+    assert errors(outputs[1]) == ["KernelDied"] and errors(outputs[2]) == ["KernelDied"]
+
+
+def test_an_endless_cell_is_interrupted_and_the_next_cell_runs(config, tmp_path):
+    config = config.copy()
+    config.Execute.timeout = 3
+    outputs = grade(["while True:\n    pass", "print('next')"], config, tmp_path)
+    assert errors(outputs[0]) == ["CellTimeoutError"] or "Interrupt" in str(outputs[0]), outputs[0]
+    assert text(outputs[1]) == "next\n"
+
+
+def test_the_salt_is_secret_per_submission_and_stable(tmp_path):
+    sandbox = GradingSandbox(secret_file=str(tmp_path / "secret"))
+    a, b = sandbox.salt(str(tmp_path / "alice")), sandbox.salt(str(tmp_path / "bob"))
+    assert a and b and a != b and sandbox.salt(str(tmp_path / "alice")) == a
+    assert oct((tmp_path / "secret").stat().st_mode)[-3:] == "600"
+    assert GradingSandbox(secret_file=str(tmp_path / "other")).salt(str(tmp_path / "alice")) != a
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
