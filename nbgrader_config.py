@@ -49,11 +49,14 @@ c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?m)\b[A-Z]\w*Warning: "
 
 # --- Feedback ----------------------------------------------------------------------------------------------------
-# Upstream feedback shows the restored hidden tests (jupyter/nbgrader#1363); remove them, and shorten the
-# tracebacks of test cells that contain hidden tests (a traceback quotes the failing line).
+# Feedback is rendered from the autograded notebook, where nbgrader restored the hidden tests and the submission's
+# code wrote the outputs. coursekit/feedback.py keeps only what the grader vouches for: a failing test's name, its
+# message without hidden-test code, and the failing line if it is a visible check; stock ClearHiddenTests then
+# removes the hidden regions (jupyter/nbgrader#1363).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "coursekit.nbgrader_plugins.FeedbackHidesHiddenTests",
+    "coursekit.feedback.TrustedOutputs",
+    "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 

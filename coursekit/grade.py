@@ -80,6 +80,12 @@ def course_settings(root: Path, assignment: str, db_url: str | None) -> tuple[st
     """(db_url, course_id, students with a submission of ``assignment``, those already autograded) as the
     course's nbgrader config says (the submitted directory may be pre-flight's checked copy)."""
     app = _app(root, assignment, db_url)
+    from .sandbox import GradingSandbox, SandboxUnavailable
+
+    try:  # before anything is touched, as `nbgrader autograde` does (its exporter checks the same)
+        GradingSandbox(config=app.config).check()
+    except SandboxUnavailable as error:
+        raise SystemExit(f"grade: {error}") from None
     coursedir = app.coursedir
     submitted = Path(coursedir.root) / coursedir.submitted_directory
     students = sorted(

@@ -24,7 +24,13 @@ from nbclient.exceptions import DeadKernelError
 from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, List, Unicode
+from traitlets import Bool, Integer, List, Unicode
+
+
+class CoursePreprocessor(Preprocessor):
+    """A preprocessor that runs when listed (nbconvert's own are off by default, nbgrader's on)."""
+
+    enabled = Bool(True, help="Whether to use this preprocessor.").tag(config=True)
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:
@@ -92,7 +98,7 @@ class GradingExecute(Execute):
         return cell, resources
 
 
-class RemoveLinks(Preprocessor):
+class RemoveLinks(CoursePreprocessor):
     """Remove symbolic links and special files from the submission's working copy once its kernel is gone.
 
     The sandbox lets a submission write only in its working copy, but nbgrader then writes the graded notebook
@@ -114,7 +120,7 @@ class RemoveLinks(Preprocessor):
         return nb, resources
 
 
-class TruncateOutput(Preprocessor):
+class TruncateOutput(CoursePreprocessor):
     """Keep the first ``max_chars`` characters of each stream output (a multi-megabyte line is one line)."""
 
     max_chars = Integer(100_000, help="Characters kept of each stream output of a graded notebook; 0: no limit.").tag(
@@ -129,7 +135,7 @@ class TruncateOutput(Preprocessor):
         return cell, resources
 
 
-class PassiveOutputs(Preprocessor):
+class PassiveOutputs(CoursePreprocessor):
     """Drop every output representation a browser would run or render as markup (HTML, JavaScript, SVG, Markdown,
     widgets): the formgrader shows graded notebooks in your Jupyter session."""
 

@@ -350,5 +350,11 @@ class SandboxedExporter(NotebookExporter):
     any submission, so this is where grading stops when the sandbox cannot be built."""
 
     def __init__(self, *args, **kwargs):
+        from nbgrader.converters import NbGraderException
+
         super().__init__(*args, **kwargs)
-        GradingSandbox(parent=self).check()
+        try:
+            GradingSandbox(parent=self).check()
+        except SandboxUnavailable as error:
+            self.log.error("%s", error)
+            raise NbGraderException(str(error)) from None

@@ -1,0 +1,105 @@
+"""Feedback shows what the grader vouches for and nothing a submission could smuggle in (coursekit/feedback.py).
+
+Fast unit tests on synthetic notebooks, nbgrader's own pattern: ``create_grade_cell(...)`` then the course's
+``GenerateFeedback.preprocessors`` applied in order, as ``nbgrader generate_feedback`` applies them.
+"""
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbformat.v4 import new_notebook, new_output
+from nbgrader.tests import create_grade_and_solution_cell, create_grade_cell, create_solution_cell
+from traitlets.config.loader import PyFileConfigLoader
+from traitlets.utils.importstring import import_item
+
+from conftest import ROOT
+
+VISIBLE = '"""f: doubles its input."""\nassert f(1) == 2, "f(1) should be 2"'
+HIDDEN = "_reference_inputs = [3, 5, 8]\nassert [f(x) for x in _reference_inputs] == [6, 10, 16], 'f is wrong'"
+SOURCE = f"{VISIBLE}\n### BEGIN HIDDEN TESTS\n{HIDDEN}\n### END HIDDEN TESTS"
+
+
+@pytest.fixture(scope="module")
+def config():
+    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+
+
+def feedback(nb, config):
+    """The course's feedback preprocessors that touch cells, in the configured order."""
+    for name in config.GenerateFeedback.preprocessors:
+        if not name.endswith(("GetGrades", "CSSHTMLHeaderPreprocessor")):  # gradebook, HTML styling
+            nb, _ = import_item(name)(config=config)(nb, {})  # as nbconvert calls it: only if enabled
+    return nb
+
+
+def error(line: int, evalue: str, ename: str = "AssertionError") -> dict:
+    return new_output("error", ename=ename, evalue=evalue, traceback=[
+        "\x1b[0;31m---------\x1b[0m", f"Cell \x1b[0;32mIn[7], line {line}\x1b[0m\n----> {line} assert ...",
+        f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
+
+
+def graded_test_cell(outputs) -> nbformat.NotebookNode:
+    cell = create_grade_cell(SOURCE, "code", "f_works", 2)
+    cell.outputs = outputs
+    return cell
+
+
+def text(nb) -> str:
+    return nbformat.writes(nb)
+
+
+def test_hidden_code_is_cut_from_sources_and_a_note_left(config):
+    nb = feedback(new_notebook(cells=[graded_test_cell([])]), config)
+    assert "_reference_inputs" not in text(nb) and "BEGIN HIDDEN" not in text(nb)
+    assert nb.cells[0].source.startswith(VISIBLE) and "hidden tests ran here" in nb.cells[0].source
+
+
+def test_a_failing_visible_check_keeps_its_line_and_message(config):
+    nb = feedback(new_notebook(cells=[graded_test_cell([error(2, "f(1) should be 2")])]), config)
+    (out,) = nb.cells[0].outputs
+    assert out.ename == "AssertionError" and out.evalue == "f(1) should be 2"
+    assert 'The check that failed: assert f(1) == 2, "f(1) should be 2"' in out.traceback
+
+
+def test_a_failing_hidden_check_is_named_as_such_without_its_code(config):
+    nb = feedback(new_notebook(cells=[graded_test_cell([error(5, "f is wrong")])]), config)
+    (out,) = nb.cells[0].outputs
+    assert out.evalue == "f is wrong" and "one of the hidden tests" in out.traceback[-1]
+    assert "_reference_inputs" not in text(nb)
+
+
+@pytest.mark.parametrize("smuggled", [
+    # an IPython hook printing the running cell, frame inspection, an exception carrying the test's code
+    new_output("stream", name="stdout", text=SOURCE),
+    new_output("display_data", data={"text/plain": HIDDEN, "text/html": f"<pre>{HIDDEN}</pre>"}),
+    new_output("stream", name="stderr", text="\x1b]0;" + HIDDEN + "\x07"),
+    error(5, "got " + HIDDEN.split("\n")[1], ename="ValueError"),
+    error(99, HIDDEN, ename="<script>alert(1)</script>"),
+])
+def test_nothing_a_submission_prints_or_raises_carries_hidden_code_into_feedback(config, smuggled):
+    solution = create_solution_cell("def f(x):\n    return 2 * x", "code", "f_solution")
+    solution.outputs = [new_output("stream", name="stdout", text="later: " + HIDDEN)]
+    nb = feedback(new_notebook(cells=[solution, graded_test_cell([smuggled])]), config)
+    for secret in HIDDEN.split("\n"):
+        assert secret not in text(nb)
+    assert solution.outputs == [] and "<script>" not in text(nb)
+
+
+def test_a_long_message_is_cut_and_a_passing_test_shows_no_output(config):
+    nb = feedback(new_notebook(cells=[graded_test_cell([error(2, "x" * 5000)]), graded_test_cell([])]), config)
+    assert len(nb.cells[0].outputs[0].evalue) < 400 and nb.cells[1].outputs == []
+
+
+def test_markdown_answers_are_untouched(config):
+    answer = create_grade_and_solution_cell("My answer: because $\\sqrt{d_k}$.", "markdown", "why", 2)
+    nb = feedback(new_notebook(cells=[answer]), config)
+    assert nb.cells[0].source == "My answer: because $\\sqrt{d_k}$."
+
+
+def test_region_delimiters_come_from_the_configuration(config):
+    config = config.copy()
+    config.ClearHiddenTests.begin_test_delimeter = "BEGIN SECRET"
+    config.ClearHiddenTests.end_test_delimeter = "END SECRET"
+    cell = create_grade_cell(f"{VISIBLE}\n# BEGIN SECRET\n{HIDDEN}\n# END SECRET", "code", "f_works", 2)
+    nb = feedback(new_notebook(cells=[cell]), config)
+    assert "_reference_inputs" not in text(nb)

@@ -1,0 +1,55 @@
+"""The small autograde steps of coursekit/grading.py, on synthetic notebooks, called as nbconvert calls them."""
+from __future__ import annotations
+
+import os
+
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+from traitlets.config.loader import PyFileConfigLoader
+from traitlets.utils.importstring import import_item
+
+from conftest import ROOT
+from coursekit.grading import PassiveOutputs, RemoveLinks, TruncateOutput
+
+
+def test_the_steps_are_in_the_course_autograde_list_after_execution():
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    names = list(config.Autograde.autograde_preprocessors)
+    assert names[0] == "coursekit.grading.GradingExecute"
+    for step in (RemoveLinks, TruncateOutput, PassiveOutputs):
+        assert import_item(names[names.index(f"coursekit.grading.{step.__name__}")]) is step
+    assert names.index("coursekit.grading.TruncateOutput") > names.index("nbgrader.preprocessors.LimitOutput")
+    assert names.index("coursekit.grading.PassiveOutputs") < names.index("nbgrader.preprocessors.SaveAutoGrades")
+
+
+def test_links_and_special_files_left_in_the_working_copy_are_removed(tmp_path):
+    outside = tmp_path / "gradebook.db"
+    outside.write_text("precious")
+    work = tmp_path / "autograded" / "s1" / "hw"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "kept.csv").write_text("1,2")
+    os.symlink(outside, work / "hw.ipynb")
+    os.symlink("../../..", work / "data" / "up")
+    os.mkfifo(work / "pipe")
+    RemoveLinks()(new_notebook(), {"metadata": {"path": str(work)}})
+    assert sorted(p.name for p in work.rglob("*")) == ["data", "kept.csv"]
+    assert outside.read_text() == "precious"
+
+
+def test_long_stream_outputs_are_cut_and_say_so():
+    cell = new_code_cell("print(...)", outputs=[new_output("stream", name="stdout", text="x" * 500)])
+    nb, _ = TruncateOutput(max_chars=100)(new_notebook(cells=[cell]), {})
+    text = nb.cells[0].outputs[0].text
+    assert text.startswith("x" * 100) and "400 more characters dropped" in text and len(text) < 200
+
+
+def test_only_passive_output_types_reach_the_graded_notebook():
+    cell = new_code_cell("display(...)", outputs=[
+        new_output("display_data", data={"text/html": "<script>steal()</script>", "text/plain": "<HTML>"}),
+        new_output("display_data", data={"application/javascript": "steal()"}),
+        new_output("execute_result", data={"image/svg+xml": "<svg onload=steal()>", "image/png": "iVBOR"},
+                   execution_count=1),
+        new_output("stream", name="stdout", text="ok\n")])
+    nb, _ = PassiveOutputs()(new_notebook(cells=[cell]), {})
+    outputs = nb.cells[0].outputs
+    assert [o.get("data") for o in outputs] == [{"text/plain": "<HTML>"}, {"image/png": "iVBOR"}, None]
+    assert "steal" not in str(outputs)
