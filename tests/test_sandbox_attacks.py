@@ -29,7 +29,8 @@ import pytest
 
 from conftest import BIN, ROOT, copy_course, run
 from coursekit import leaks, regions
-from coursekit.cohort import Submission, autograded_cells, body, cells_of, read, source_path
+from coursekit.sandbox import GradingSandbox
+from coursekit.cohort import Submission, autograded_cells, body, cells_of, read, release_path, source_path
 
 pytestmark = pytest.mark.slow
 MARKER = "4242"  # the attackers' lingering processes sleep this many seconds: easy to find afterwards
@@ -307,6 +308,7 @@ def grade_cohort(base: Path, scratch: Path) -> dict:
         attackers.append(Submission(f"attack_{name}", solved="all", bodies={"attention": attacker_body(name)},
                                     mutate=after_attention(code)))
     course = course_with(honest + attackers, "course")
+    GradingSandbox(secret_file=str(course / ".grading-secret")).salt(str(course))  # as a first grading makes it
     before = tree(course)
     runs = []
     for command in ([str(BIN / "nbgrader"), "autograde", "transformers", "--force"],
@@ -339,8 +341,9 @@ def test_the_course_tree_is_unchanged(attacked):
 
 def test_no_secret_reaches_any_output_or_feedback(attacked):
     course, canary = attacked["course"], attacked["canary"]
-    hidden = regions.secret_lines(read(source_path(course)).cells,
-                                  {"hidden": regions.delimiters()["hidden"]})
+    public = "\n".join(regions.normalise(line) for cell in read(release_path(course)).cells
+                       for line in cell.source.split("\n"))
+    hidden = regions.secret_lines(read(source_path(course)).cells, {"hidden": regions.delimiters()["hidden"]}, public)
     assert hidden
     for student in attacked["attackers"]:
         graded = (course / "autograded" / student / "transformers" / "transformers.ipynb").read_text()
