@@ -93,9 +93,3 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-
-# After `python -m coursekit preflight transformers`, autograde reads its checked copy (preflight/submitted/) as long
-# as it matches submitted/; otherwise submitted/ itself. submitted/ is never written.
-from coursekit.preflight import submitted_directory  # noqa: E402
-
-c.CourseDirectory.submitted_directory = submitted_directory(HERE, "submitted")

@@ -8,8 +8,8 @@ COMMANDS = {
     "leaks": ("coursekit.leaks", "check published paths for solution/hidden-test lines and student data"),
     "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
     "execute": ("coursekit.execute", "execute the chapters in parallel into the build's jupyter-cache"),
-    "grade": ("coursekit.grade", "autograde a cohort with N parallel workers (sqlite or PostgreSQL gradebook)"),
-    "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/ before `nbgrader autograde`"),
+    "grade": ("coursekit.grade", "pre-flight, then autograde a cohort with N parallel workers"),
+    "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
     "report": ("coursekit.report", "regenerate the book's autograding tables (planted mistakes, hostile cohort)"),
 }
 
@@ -20,8 +20,14 @@ def main() -> int:
         for name, (_, help_) in COMMANDS.items():
             print(f"  {name:<12} {help_}")
         return 2
+    from . import CourseKitError
+
     module = importlib.import_module(COMMANDS[sys.argv[1]][0])
-    return module.main(sys.argv[2:])
+    try:
+        return module.main(sys.argv[2:])
+    except CourseKitError as error:
+        print(f"coursekit {sys.argv[1]}: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

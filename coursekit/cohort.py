@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import re
 import sys
 import textwrap
@@ -32,20 +33,30 @@ from typing import Callable, Iterable
 
 import nbformat
 
-from . import ROOT
+from . import ROOT, regions
+from .course import Course
 
-ASSIGNMENT = "transformers"
-NOTEBOOK = "transformers.ipynb"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DEF = re.compile(r"^def (\w+)\(", re.M)
 
 
+@functools.lru_cache(maxsize=None)
+def homework(root: Path = ROOT) -> tuple[Course, str, str, tuple[str, str]]:
+    """(course, assignment, notebook file name, solution delimiters) of the course at ``root`` (one assignment,
+    one notebook: the homework)."""
+    course = Course.load(root)
+    assignment = course.assignment()
+    (notebook,) = course.notebooks("source", assignment)
+    return course, assignment, notebook.name, regions.delimiters(course.config)["solution"]
+
+
 def source_path(root: Path = ROOT) -> Path:
-    return Path(root) / "assignments" / ASSIGNMENT / NOTEBOOK
+    course, assignment, name, _ = homework(Path(root).resolve())
+    return course.path("source", assignment=assignment) / name
 
 
 def release_path(root: Path = ROOT) -> Path:
-    return Path(root) / "release" / ASSIGNMENT / NOTEBOOK
+    course, assignment, name, _ = homework(Path(root).resolve())
+    return course.path("release", assignment=assignment) / name
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -80,24 +91,31 @@ def function_cells(nb) -> dict[str, str]:
     return found
 
 
-def strip_markers(source: str) -> str:
+def _solution_marks(root: Path = ROOT) -> tuple[str, str]:
+    return homework(Path(root).resolve())[3]
+
+
+def strip_markers(source: str, root: Path = ROOT) -> str:
     """The reference solution as a student would write it: the solution region kept, its marker lines dropped."""
-    return "\n".join(line for line in source.split("\n") if BEGIN not in line and END not in line)
+    begin, end = _solution_marks(root)
+    return "\n".join(line for line in source.split("\n") if begin not in line and end not in line)
 
 
-def solution_region(source: str) -> str:
-    """The code between the solution markers (dedented)."""
+def _region(source: str, root: Path) -> tuple[list[str], int, int]:
     lines = source.split("\n")
-    start = next(i for i, line in enumerate(lines) if BEGIN in line)
-    end = next(i for i, line in enumerate(lines) if END in line)
+    inside = regions.region_lines(source, *_solution_marks(root))
+    return lines, inside[0], inside[-1]
+
+
+def solution_region(source: str, root: Path = ROOT) -> str:
+    """The code between the solution markers (dedented)."""
+    lines, start, end = _region(source, root)
     return textwrap.dedent("\n".join(lines[start + 1:end]))
 
 
-def replace_region(source: str, body: str) -> str:
+def replace_region(source: str, body: str, root: Path = ROOT) -> str:
     """Replace the solution region of ``source`` by ``body`` (re-indented to the region's indentation)."""
-    lines = source.split("\n")
-    start = next(i for i, line in enumerate(lines) if BEGIN in line)
-    end = next(i for i, line in enumerate(lines) if END in line)
+    lines, start, end = _region(source, root)
     indent = re.match(r"\s*", lines[start]).group(0)
     new = textwrap.indent(textwrap.dedent(body).strip("\n"), indent, lambda _line: True).split("\n")
     return "\n".join(lines[:start] + new + lines[end + 1:])
@@ -113,7 +131,7 @@ class Submission:
     mutate: Callable[[nbformat.NotebookNode], None] | None = None
     raw: bytes | None = None
     fails: frozenset[str] | set[str] = frozenset()
-    filename: str = NOTEBOOK  # the submitted file's name (another name plants a renamed notebook)
+    filename: str = ""  # the submitted file's name, if not the assignment's (plants a renamed notebook)
 
     def notebook(self, root: Path = ROOT) -> nbformat.NotebookNode:
         """The submitted notebook: the release with this submission's work filled in."""
@@ -131,19 +149,19 @@ class Submission:
             if not nbgrader_meta(cell).get("solution"):
                 continue
             if gid in bodies:
-                cell.source = strip_markers(replace_region(by_id[gid].source, bodies[gid]))
+                cell.source = strip_markers(replace_region(by_id[gid].source, bodies[gid], root), root)
             elif gid in self.answers:
                 cell.source = self.answers[gid]
             elif gid in solved:
-                cell.source = strip_markers(by_id[gid].source)
+                cell.source = strip_markers(by_id[gid].source, root)
         if self.mutate is not None:
             self.mutate(nb)
         return nb
 
     def write(self, root: Path = ROOT, course: Path | None = None) -> Path:
         """Write into ``course/submitted/<student>/transformers/`` (course defaults to root); return the file."""
-        course = Path(course or root)
-        target = course / "submitted" / self.student / ASSIGNMENT / self.filename
+        _, assignment, name, _ = homework(Path(course or root).resolve())
+        target = Course.load(course or root).path("submitted", self.student, assignment) / (self.filename or name)
         target.parent.mkdir(parents=True, exist_ok=True)
         if self.raw is not None:
             target.write_bytes(self.raw)
@@ -165,7 +183,7 @@ def body(function: str, root: Path = ROOT) -> str:
     source = read(source_path(root))
     gid = function_cells(source)[function]
     cell = next(c for c in source.cells if grade_id(c) == gid)
-    return solution_region(cell.source)
+    return solution_region(cell.source, root)
 
 
 def cells_of(function: str, root: Path = ROOT) -> set[str]:

@@ -1,10 +1,10 @@
 """Leak guard: nothing of the solutions or hidden tests may reach the published site or student tree.
 
-``python -m coursekit leaks PATH [PATH ...]`` extracts every solution region (``### BEGIN SOLUTION`` …
-``### END SOLUTION``) and hidden-test region (``### BEGIN HIDDEN TESTS`` … ``### END HIDDEN TESTS``) from the
-source notebooks in ``assignments/``, and reports every published file that contains one of their non-trivial
-lines (whitespace-normalised). It also reports student data: a gradebook, ``submitted/``/``autograded/``/
-``feedback/`` folders, graded notebooks, and student ids known to the course. Exit status 1 on any finding.
+``python -m coursekit leaks PATH [PATH ...]`` takes every solution region and hidden-test region of the course's
+source notebooks (found as nbgrader finds them, with its configured delimiters: ``coursekit.regions``), and reports
+every published file that contains one of their non-trivial lines (whitespace-normalised). It also reports student
+data: a gradebook, the course's submitted/autograded/feedback folders, graded notebooks, and student ids known to the
+course. Exit status 1 on any finding.
 """
 from __future__ import annotations
 
@@ -15,13 +15,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ROOT
+from . import CourseKitError, regions
+from .course import STEPS, Course
 
-REGIONS = [("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")]
-MIN_CHARS = 16  # shorter lines ("return out", "else:") are too generic to be evidence of a leak
 TEXT_SUFFIXES = {".html", ".htm", ".js", ".json", ".md", ".ipynb", ".py", ".txt", ".yml", ".yaml", ".csv", ".xml",
                  ".tex", ".rst", ".cfg", ".toml", ".sh", ""}
-STUDENT_DIRS = {"submitted", "autograded", "feedback", "assignments"}
 DATABASE_SUFFIXES = {".db", ".sqlite", ".sqlite3", ".db-journal"}
 
 
@@ -34,80 +32,45 @@ class Finding:
         return f"{self.path}: {self.problem}"
 
 
-def normalise(line: str) -> str:
-    return " ".join(line.split())
-
-
-def _cell_source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
-def secret_lines(notebook: Path, public: str = "") -> set[str]:
-    """Non-trivial, normalised lines inside solution and hidden-test regions of one source notebook.
-
-    Lines that are public anyway (found in ``public``, the normalised text of the release notebooks: supplied code,
-    instructions that quote a call) are not secrets.
-    """
+def _cells(path: Path) -> list[dict]:
     try:
-        nb = json.loads(notebook.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8")).get("cells", [])
     except (OSError, ValueError) as err:
-        raise SystemExit(f"{notebook}: cannot read the source notebook ({err})") from err
-    secrets: set[str] = set()
-    for cell in nb.get("cells", []):
-        inside = None
-        for raw in _cell_source(cell).splitlines():
-            line = raw.strip()
-            begin = next((end for begin, end in REGIONS if line.startswith(begin)), None)
-            if inside is None and begin:
-                inside = begin
-                continue
-            if inside and line.startswith(inside):
-                inside = None
-                continue
-            if inside:
-                norm = normalise(raw)
-                if len(norm) >= MIN_CHARS and norm not in public:
-                    secrets.add(norm)
-    return secrets
+        raise CourseKitError(f"{path}: cannot read the notebook ({err})") from err
 
 
 def public_text(paths: list[Path]) -> str:
     """The normalised text of the release notebooks' cells, one line per source line."""
-    lines: list[str] = []
-    for path in paths:
-        for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
-            lines.extend(normalise(raw) for raw in _cell_source(cell).splitlines())
-    return "\n".join(lines)
+    return "\n".join(regions.normalise(line) for path in paths for cell in _cells(path)
+                     for line in regions.source_of(cell).split("\n"))
 
 
-def course_secrets(root: Path = ROOT) -> set[str]:
-    release = sorted((root / "release").rglob("*.ipynb"))
+def course_secrets(course: Course) -> set[str]:
+    """Every non-trivial line of the course's solution and hidden-test regions that the release does not show."""
+    release = sorted(course.folder("release").rglob("*.ipynb"))
     public = public_text(release)
-    secrets: set[str] = set()
-    for notebook in sorted((root / "assignments").rglob("*.ipynb")):
-        if ".ipynb_checkpoints" not in notebook.parts:
-            secrets |= secret_lines(notebook, public)
-    return secrets
+    marks = regions.delimiters(course.config)
+    return {line for notebook in sorted(course.folder("source").rglob("*.ipynb"))
+            if ".ipynb_checkpoints" not in notebook.parts
+            for line in regions.secret_lines(_cells(notebook), marks, public)}
 
 
-def known_student_ids(root: Path = ROOT) -> set[str]:
-    """Student ids the course knows: folder names under submitted/ and autograded/, and the gradebook's."""
+def known_student_ids(course: Course) -> set[str]:
+    """Student ids the course knows: folder names of its student-data steps, and the gradebook's students."""
     ids: set[str] = set()
-    for folder in ("submitted", "autograded", "feedback"):
-        base = root / folder
-        if base.is_dir():
-            ids.update(p.name for p in base.iterdir() if p.is_dir())
-    db = root / "gradebook.db"
-    if db.exists():
-        import sqlite3
-
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            try:
-                ids.update(row[0] for row in conn.execute("select id from student"))
-            except sqlite3.Error:
-                pass
+    for step in ("submitted", "autograded", "feedback"):
+        if course.folder(step).is_dir():
+            ids.update(p.name for p in course.folder(step).iterdir() if p.is_dir())
+    if not course.db_url.startswith("sqlite") or Path(course.db_url.split("///", 1)[-1]).exists():
+        with course.gradebook() as gb:
+            ids.update(student.id for student in gb.students)
     return {i for i in ids if len(i) >= 3}
+
+
+def student_folders(course: Course) -> set[str]:
+    """Folder names that only ever hold private course data (source, submissions, grades, feedback)."""
+    return {getattr(course.coursedir, f"{step}_directory").split("/")[0] for step in STEPS if step != "release"} | {
+        "preflight"}
 
 
 def file_lines(path: Path) -> list[str]:
@@ -116,14 +79,14 @@ def file_lines(path: Path) -> list[str]:
     if path.suffix == ".ipynb":
         try:
             nb = json.loads(text)
-            text = "\n".join(_cell_source(c) for c in nb.get("cells", [])) + "\n" + text
+            text = "\n".join(regions.source_of(c) for c in nb.get("cells", [])) + "\n" + text
         except ValueError:
             pass
     elif path.suffix in {".html", ".htm"}:
         text = html.unescape(re.sub(r"<[^>]+>", "", text))
     elif path.suffix in {".js", ".json"}:
         text = text.replace("\\n", "\n").replace('\\"', '"')
-    return [normalise(line) for line in text.splitlines()]
+    return [regions.normalise(line) for line in text.splitlines()]
 
 
 def is_graded_notebook(path: Path) -> bool:
@@ -139,15 +102,15 @@ def is_graded_notebook(path: Path) -> bool:
     return False
 
 
-def scan(paths: list[Path], secrets: set[str], student_ids: set[str]) -> list[Finding]:
+def scan(paths: list[Path], secrets: set[str], student_ids: set[str], private: set[str]) -> list[Finding]:
     findings: list[Finding] = []
     files = []
     for top in paths:
         files.extend(sorted(p for p in ([top] if top.is_file() else top.rglob("*")) if p.is_file()))
     for path in files:
         parts = set(path.parts)
-        if parts & STUDENT_DIRS:
-            findings.append(Finding(path, f"student-data folder {sorted(parts & STUDENT_DIRS)[0]}/ in output"))
+        if parts & private:
+            findings.append(Finding(path, f"private course folder {sorted(parts & private)[0]}/ in output"))
             continue
         if path.suffix in DATABASE_SUFFIXES or path.name.startswith("gradebook"):
             findings.append(Finding(path, "a gradebook/database file"))
@@ -168,18 +131,20 @@ def scan(paths: list[Path], secrets: set[str], student_ids: set[str]) -> list[Fi
     return findings
 
 
+def check(paths: list[Path], course: Course) -> list[Finding]:
+    secrets = course_secrets(course)
+    if not secrets:
+        raise CourseKitError(f"no solution or hidden-test lines found in {course.folder('source')}: refusing to vouch")
+    return scan(paths, secrets, known_student_ids(course), student_folders(course))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         print("usage: python -m coursekit leaks PATH [PATH ...]", file=sys.stderr)
         return 2
-    secrets = course_secrets()
-    if not secrets:
-        print("leak guard: no solution or hidden-test lines found in assignments/ — refusing to vouch", file=sys.stderr)
-        return 1
-    findings = scan([Path(p) for p in argv], secrets, known_student_ids())
+    findings = check([Path(p) for p in argv], Course.load(Path.cwd()))
     for finding in findings:
         print(f"LEAK {finding}", file=sys.stderr)
-    print(f"leak guard: {len(secrets)} secret lines checked against {', '.join(argv)}: "
-          f"{len(findings)} finding(s)")
+    print(f"leak guard: {', '.join(argv)}: {len(findings)} finding(s)")
     return 1 if findings else 0

@@ -1,15 +1,12 @@
-"""Pre-flight: check every submission before ``nbgrader autograde``; repair or flag what nbgrader cannot handle.
+"""Pre-flight: check every submission before autograde; repair or flag what nbgrader cannot handle.
 
-    python -m coursekit preflight [ASSIGNMENT]      # default: transformers
-    nbgrader autograde ASSIGNMENT                   # stock command, unchanged
+    python -m coursekit preflight [ASSIGNMENT]
+    nbgrader autograde ASSIGNMENT --CourseDirectory.submitted_directory=preflight/submitted
 
-The command reads ``submitted/<student>/<ASSIGNMENT>/`` (never writes there) and writes a checked copy of it into
-``preflight/submitted/<student>/<ASSIGNMENT>/`` (git-ignored), plus ``preflight/<ASSIGNMENT>.json`` (what it found,
-and a digest of every student's submitted files). ``nbgrader_config.py`` asks ``submitted_directory()`` below which
-folder autograde should read: the checked copy when it is up to date with ``submitted/`` (same students, same
-digests), ``submitted/`` itself otherwise (with a warning naming the students to re-check). So after a pre-flight
-the stock ``nbgrader autograde`` grades the checked copy; delete ``preflight/`` (or collect new submissions) and it
-grades ``submitted/`` as usual.
+(``python -m coursekit grade`` and ``make grade`` run both.) The command reads the course's submitted folder (never
+writes there) and writes a checked copy of it into ``preflight/submitted/<student>/<ASSIGNMENT>/`` (git-ignored),
+plus ``preflight/<ASSIGNMENT>.json`` (what it found). The stock ``nbgrader autograde`` grades that copy when told so
+on its command line; without the flag it grades ``submitted/`` as it is.
 
 What it checks, and what the checked copy contains, per student and notebook:
 
@@ -39,16 +36,14 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import hashlib
 import json
-import os
 import re
 import shutil
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import ROOT
+from . import CourseKitError, regions
+from .course import Course
 
 OUT = "preflight"
 HUGE_BYTES = 5 * 1024 * 1024
@@ -59,7 +54,10 @@ SUSPICIOUS = [  # (regex on a code line, what it may do)
     (r"\bbuiltins\b|__builtins__", "touches the builtins"),
     (r"\bAssertionError\s*=|class\s+AssertionError\b", "redefines AssertionError"),
     (r"\bos\._exit\b|\bsys\.exit\b|\bos\.kill\b|\bos\.abort\b|\bsignal\.", "may stop or kill the kernel"),
-    (r"\bget_ipython\b|\bset_custom_exc\b|\bsys\.(excepthook|settrace|setprofile)\b", "hooks the kernel's machinery"),
+    (r"\bget_ipython\b|\bset_custom_exc\b|\bsys\.(excepthook|settrace|setprofile)\b|\bclear_output\b"
+     r"|\bevents\.register\b|\bthreading\.settrace\b", "hooks the kernel's machinery"),
+    (r"\binspect\.(currentframe|stack|getouterframes)\b|\bsys\._getframe\b|\.f_back\b",
+     "inspects the calling code (a test's frame)"),
     (r"\bctypes\b|\bgc\.get_objects\b|\bsys\.modules\b", "reaches into the interpreter"),
     (r"\bsetattr\(\s*(torch|math|nn|builtins)\b", "sets attributes of library modules"),
     (r"\bsubprocess\b|\bos\.system\b|\bshutil\.rmtree\b", "runs programs or deletes files"),
@@ -84,7 +82,7 @@ class Problem:
 @dataclass
 class Result:
     assignment: str
-    students: dict[str, str] = field(default_factory=dict)   # student -> digest of submitted files
+    students: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
     def of(self, student: str) -> list[Problem]:
@@ -92,24 +90,6 @@ class Result:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _config(root: Path) -> tuple[str, str, str]:
-    """(submitted dir, source dir, release dir) names, as nbgrader_config.py defines them (read without nbgrader)."""
-    text = (root / "nbgrader_config.py").read_text() if (root / "nbgrader_config.py").exists() else ""
-    def value(trait: str, default: str) -> str:
-        m = re.search(rf'c\.CourseDirectory\.{trait}\s*=\s*["\']([^"\']+)["\']', text)
-        return m.group(1) if m else default
-    return value("submitted_directory", "submitted"), value("source_directory", "source"), \
-        value("release_directory", "release")
-
-
-def digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(folder)).encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()
-
-
 def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
@@ -139,8 +119,9 @@ def _read(data: bytes):
     return nb, ""
 
 
-def suspicious_lines(source: str) -> list[str]:
-    """Lines of student code worth a human's eye, one entry per line with the reasons."""
+def suspicious_lines(source: str, supplied: set[str] = frozenset()) -> list[str]:
+    """Lines of student code worth a human's eye, one entry per line with the reasons (``supplied``: normalised
+    lines the course itself wrote, never flagged)."""
     import builtins
 
     reasons: dict[int, list[str]] = {}
@@ -176,12 +157,15 @@ def suspicious_lines(source: str) -> list[str]:
                 and not any(isinstance(n, (ast.Break, ast.Return, ast.Raise)) for n in ast.walk(node)):
             reasons.setdefault(node.lineno, []).append("`while True` without break/return never ends")
     return [f"line {n} `{lines[n - 1].strip()[:60]}`: {'; '.join(dict.fromkeys(why))}"
-            for n, why in sorted(reasons.items())]
+            for n, why in sorted(reasons.items()) if regions.normalise(lines[n - 1]) not in supplied]
 
 
 # ------------------------------------------------------------------------------------------------ checks
-def check_notebook(nb, source, student: str, name: str) -> tuple[object, list[Problem]]:
-    """Check one readable submitted notebook against the source; return (checked copy or None, problems)."""
+def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] = ("BEGIN HIDDEN TESTS",
+                                                                                  "END HIDDEN TESTS")):
+    """Check one readable submitted notebook against the source; return (checked copy or None, problems).
+
+    ``hidden``: nbgrader's hidden-test delimiters (``regions.delimiters(config)["hidden"]``)."""
     problems = []
 
     def flag(kind, action, message):
@@ -216,24 +200,28 @@ def check_notebook(nb, source, student: str, name: str) -> tuple[object, list[Pr
                  f"{gid!r} is a {cell.cell_type} cell, should be {ref.cell_type}: nbgrader restores the type")
         meta, ref_meta = _meta(cell), _meta(ref)
         if ref_meta.get("locked") and not ref_meta.get("solution") and _source(cell).strip() != _strip_hidden(
-                _source(ref)).strip():
+                _source(ref), hidden).strip():
             flag("edited test cell" if ref_meta.get("grade") else "edited read-only cell", "flagged",
                  f"{gid!r} was changed: nbgrader restores it from the gradebook")
         if ref_meta.get("grade") and float(meta.get("points", -1)) != float(ref_meta.get("points", -1)):
             flag("changed points", "flagged", f"{gid!r}: nbgrader restores the points from the gradebook")
     code = []
+    supplied = {regions.normalise(line) for c in source.cells if not _meta(c).get("solution")
+                for line in _source(c).split("\n")}  # the course's own code, e.g. the training button's
     for i, cell in enumerate(nb.cells):
         meta = _meta(cell)
         if cell.cell_type == "code" and not (meta.get("locked") and not meta.get("solution")):
-            for line in suspicious_lines(_source(cell)):
+            for line in suspicious_lines(_source(cell), supplied):
                 code.append(f"cell {i} ({meta.get('grade_id', 'added by the student' if not meta else '-')}) {line}")
     for entry in code:
         flag("suspicious code", "flagged", entry + " — read the autograded notebook")
     return repaired, problems
 
 
-def _strip_hidden(src: str) -> str:
-    return re.sub(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", "", src, flags=re.S)
+def _strip_hidden(src: str, marks: tuple[str, str]) -> str:
+    """The test cell as the release shows it: its hidden region removed (the region found as nbgrader finds it)."""
+    hidden = set(regions.region_lines(src, *marks))
+    return "\n".join(line for number, line in enumerate(src.split("\n")) if number not in hidden)
 
 
 def find_renamed(folder: Path, grade_ids: set[str], expected: str):
@@ -252,26 +240,24 @@ def find_renamed(folder: Path, grade_ids: set[str], expected: str):
 
 
 # ------------------------------------------------------------------------------------------------ the command
-def run(root: Path = ROOT, assignment: str = "transformers", out: Path | None = None) -> Result:
+def run(course: Course, assignment: str, out: Path | None = None) -> Result:
+    """Check every submission of ``assignment`` into ``out`` (default: ``preflight/`` in the course)."""
     import nbformat
 
-    root = Path(root).resolve()
-    submitted_name, source_name, release_name = _config(root)
-    submitted = root / submitted_name
-    out = Path(out) if out else root / OUT
+    out = Path(out) if out else course.root / OUT
     mirror = out / "submitted"
-    notebooks = sorted((root / source_name / assignment).glob("*.ipynb"))
+    notebooks = course.notebooks("source", assignment)
     if not notebooks:
-        raise SystemExit(f"preflight: no source notebooks in {root / source_name / assignment}")
+        raise CourseKitError(f"no source notebooks in {course.path('source', assignment=assignment)}")
+    hidden = regions.delimiters(course.config)["hidden"]
     result = Result(assignment)
-    students = sorted(d.name for d in submitted.iterdir() if (d / assignment).is_dir()) if submitted.is_dir() else []
-    for student in students:
-        folder = submitted / student / assignment
-        result.students[student] = digest(folder)
+    for student in course.students("submitted", assignment):
+        folder = course.path("submitted", student, assignment)
+        result.students.append(student)
         dest = mirror / student / assignment
         if dest.exists():
             shutil.rmtree(dest)
-        shutil.copytree(folder, dest, copy_function=shutil.copy2)
+        shutil.copytree(folder, dest, copy_function=shutil.copy2, symlinks=False, ignore_dangling_symlinks=True)
         for src_path in notebooks:
             source = nbformat.read(str(src_path), as_version=4)
             name = src_path.name
@@ -289,16 +275,15 @@ def run(root: Path = ROOT, assignment: str = "transformers", out: Path | None = 
             data = path.read_bytes()
             nb, why = _read(data)
             if nb is None:
-                release = root / release_name / assignment / name
-                shutil.copy2(release, dest / name)
+                shutil.copy2(course.path("release", assignment=assignment) / name, dest / name)
                 result.problems.append(Problem(student, name, why.split(" (")[0], "replaced",
                                                f"{why}: graded as the untouched release notebook (zero); the "
-                                               f"original stays in {submitted_name}/ for a human"))
+                                               f"original stays in {course.coursedir.submitted_directory}/ for you"))
                 continue
             if len(data) > HUGE_BYTES:
                 result.problems.append(Problem(student, name, "huge notebook", "flagged",
                                                f"{len(data) / 1e6:.1f} MB (outputs are cleared before grading)"))
-            repaired, problems = check_notebook(nb, source, student, name)
+            repaired, problems = check_notebook(nb, source, student, name, hidden)
             result.problems.extend(problems)
             if repaired is not None:
                 nbformat.write(repaired, str(dest / name))
@@ -307,66 +292,25 @@ def run(root: Path = ROOT, assignment: str = "transformers", out: Path | None = 
     for stale in (mirror.iterdir() if mirror.is_dir() else []):  # students no longer in submitted/
         if stale.name not in result.students and (stale / assignment).is_dir():
             shutil.rmtree(stale / assignment)
-    manifest = {"assignment": assignment, "submitted": submitted_name, "students": result.students,
-                "problems": [asdict(p) for p in result.problems]}
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{assignment}.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (out / f"{assignment}.json").write_text(json.dumps(
+        {"assignment": assignment, "students": result.students, "problems": [asdict(p) for p in result.problems]},
+        indent=1, sort_keys=True) + "\n")
     return result
-
-
-GRADING_COMMANDS = ("autograde", "grade")  # `nbgrader autograde`, `python -m coursekit grade`
-
-
-def submitted_directory(root: str | os.PathLike, default: str = "submitted", argv: list[str] | None = None) -> str:
-    """The folder ``nbgrader autograde`` should read: the pre-flight copy if it is up to date, else ``default``.
-
-    Only grading commands are redirected (``nbgrader autograde``, ``python -m coursekit grade``): ``nbgrader
-    collect`` and every other command keep using ``default``. Up to date means: for every assignment pre-flight
-    has checked, the students and the digests of their files in ``default`` are exactly those recorded by the last
-    pre-flight. Called from ``nbgrader_config.py``.
-    """
-    argv = sys.argv if argv is None else argv
-    if len(argv) < 2 or argv[1] not in GRADING_COMMANDS:
-        return default
-    root = Path(root)
-    manifests = sorted((root / OUT).glob("*.json"))
-    if not manifests or not (root / OUT / "submitted").is_dir():
-        return default
-    stale = []
-    for manifest in manifests:
-        try:
-            data = json.loads(manifest.read_text())
-            assignment, recorded = data["assignment"], data["students"]
-        except (ValueError, KeyError):
-            stale.append(f"{manifest.name} unreadable")
-            continue
-        base = root / default
-        now = sorted(d.name for d in base.iterdir() if (d / assignment).is_dir()) if base.is_dir() else []
-        stale += [f"{s} ({assignment}): new or changed" for s in now
-                  if s not in recorded or digest(base / s / assignment) != recorded[s]]
-        stale += [f"{s} ({assignment}): gone from {default}/" for s in recorded if s not in now]
-    if stale:
-        print(f"[coursekit] pre-flight copy is out of date ({'; '.join(stale[:5])}{' …' if len(stale) > 5 else ''}):"
-              f" grading {default}/ directly; run `python -m coursekit preflight` to check it again",
-              file=sys.stderr)
-        return default
-    return f"{OUT}/submitted"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit preflight", description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment", nargs="?", default="transformers")
-    parser.add_argument("--root", type=Path, default=ROOT, help="course root (default: this repository)")
+    parser.add_argument("assignment", nargs="?", help="the assignment (default: the course's only one)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     args = parser.parse_args(argv)
-    result = run(args.root, args.assignment)
-    print(f"preflight {args.assignment}: {len(result.students)} submission(s) checked; checked copy in "
-          f"{OUT}/submitted/ (autograde reads it while it matches submitted/)")
+    course = Course.load(args.root)
+    assignment = course.assignment(args.assignment)
+    result = run(course, assignment)
+    print(f"preflight {assignment}: {len(result.students)} submission(s) checked; checked copy in {OUT}/submitted/ "
+          f"(grade it: nbgrader autograde {assignment} --CourseDirectory.submitted_directory={OUT}/submitted)")
     for problem in result.problems:
         print("  " + problem.line())
     if not result.problems:
         print("  no problems found")
     return 1 if result.problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

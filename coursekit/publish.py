@@ -17,11 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import ROOT, leaks
+from . import ROOT, CourseKitError, leaks
+from .course import Course
 
-# The student tree, as (source, destination) pairs relative to the repository root. Everything else stays private.
+# The student tree: these files and folders of the repository root (and the course's release folder). Everything
+# else stays private.
 STUDENT_FILES = ["environment.yml", "postBuild", "requirements.txt", "_config.yml", "_toc.yml"]
-STUDENT_DIRS = ["book", "release"]
+STUDENT_DIRS = ["book"]
 IGNORE = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc", "_build")
 
 
@@ -32,36 +34,38 @@ def build_site(root: Path) -> Path:
     return root / "_build" / "html"
 
 
-def student_tree(root: Path, dest: Path) -> None:
+def student_tree(course: Course, dest: Path) -> None:
+    root = course.root
     dest.mkdir(parents=True)
     for name in STUDENT_FILES:
         if (root / name).exists():
             shutil.copy2(root / name, dest / name)
-    for name in STUDENT_DIRS:
+    for name in STUDENT_DIRS + [course.coursedir.release_directory]:
         shutil.copytree(root / name, dest / name, ignore=IGNORE)
     readme = (Path(__file__).parent / "templates" / "student_README.md").read_text(encoding="utf-8")
     (dest / "README.md").write_text(readme, encoding="utf-8")
 
 
 def publish(out: Path, site: Path | None = None, root: Path = ROOT) -> list[leaks.Finding]:
+    course = Course.load(root)
     if out.exists():
         shutil.rmtree(out)
-    site = site or build_site(root)
+    site = site or build_site(course.root)
     if not (site / "index.html").exists():
-        raise SystemExit(f"{site}: no index.html — build the site first (make book)")
+        raise CourseKitError(f"{site}: no index.html — build the site first (make book)")
     shutil.copytree(site, out / "site", ignore=shutil.ignore_patterns(".buildinfo", ".doctrees"))
     (out / "site" / ".nojekyll").touch()  # GitHub Pages: serve _static/ and _images/ as they are
-    student_tree(root, out / "student")
-    findings = leaks.scan([out / "site", out / "student"], leaks.course_secrets(root), leaks.known_student_ids(root))
-    return findings
+    student_tree(course, out / "student")
+    return leaks.check([out / "site", out / "student"], course)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit publish", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "publish")
+    parser.add_argument("--out", type=Path, default=Path("_build") / "publish")
     parser.add_argument("--site", type=Path, help="an already built _build/html (default: build it now)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     args = parser.parse_args(argv)
-    findings = publish(args.out, args.site)
+    findings = publish(args.out, args.site, args.root)
     if findings:
         for finding in findings:
             print(f"LEAK {finding}", file=sys.stderr)

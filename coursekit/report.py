@@ -201,7 +201,8 @@ def grade_hostile(course: Path, cohort: list[Hostile]) -> dict:
     runs = []
     # Graded twice: by the stock command (one batch), then again (--force) by the parallel grader, which must give
     # the same scores.
-    for args in ([str(bin_dir() / "nbgrader"), "autograde", "transformers", "--force"],
+    for args in ([str(bin_dir() / "nbgrader"), "autograde", "transformers", "--force",
+                  f"--CourseDirectory.submitted_directory={preflight.OUT}/submitted"],
                  [sys.executable, "-m", "coursekit", "grade", "transformers", "--force", "--no-progress"]):
         start = time.perf_counter()
         proc = command(args, course)

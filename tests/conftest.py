@@ -1,30 +1,39 @@
-"""Shared fixtures. Tests never write into the working tree: they copy the course into tmp_path."""
+"""Shared fixtures and helpers. Tests never write into the working tree: they copy the course into tmp_path."""
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from coursekit import copy_course  # noqa: E402  (re-exported for the tests)
-BIN = Path(sys.executable).parent
+from coursekit import ROOT, copy_course  # noqa: F401  (re-exported for the tests)
 
+BIN = Path(sys.executable).parent
+ASSIGNMENT = "transformers"
+BROKEN = "demo_unreadable_file"
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
     """Run a command, returning CompletedProcess; on failure show its output in the assertion."""
     full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=full_env)
     if check:
         assert proc.returncode == 0, (
             f"{' '.join(map(str, cmd))} exited {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}"
             f"\n--- stderr ---\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+def tree_digest(path: Path, skip: frozenset[str] = frozenset()) -> dict[str, str]:
+    """{relative path: sha256} of every file under ``path``, but those under a folder (or named) in ``skip``."""
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file() and not skip & set(p.relative_to(path).parts)}
 
 
 @pytest.fixture
@@ -46,3 +55,58 @@ def built_site(tmp_path_factory) -> dict:
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"book build failed\n{log[-8000:]}"
     return {"root": course, "html": course / "_build" / "html", "log": log}
+
+
+# --------------------------------------------------------------------------- a demo cohort, graded the stock way
+@pytest.fixture(scope="session")
+def course_snapshot(tmp_path_factory) -> Path:
+    """One copy of the course per session, so every run of a comparison grades the very same files."""
+    return copy_course(tmp_path_factory.mktemp("snapshot") / "course")
+
+
+def prepare_course(snapshot: Path, dest: Path, db_url: str | None = None) -> Path:
+    """A course copy with the assignment in the gradebook and the demo cohort (+ a broken file) submitted."""
+    from coursekit.cohort import Submission, demo_cohort
+
+    course = dest / "course"
+    shutil.copytree(snapshot, course, symlinks=True)
+    db = [f"--db={db_url}"] if db_url else []
+    run([BIN / "nbgrader", "generate_assignment", ASSIGNMENT, "--force", *db], cwd=course)
+    for sub in demo_cohort(course) + [Submission(BROKEN, "not a notebook", raw=b"{ this is not json")]:
+        sub.write(course)
+    return course
+
+
+def export(course: Path, db_url: str | None = None) -> list[str]:
+    """`nbgrader export` as lines: the header first, then the rows sorted (nbgrader orders students by name,
+    and the demo students have none, so row order is the database's)."""
+    db = [f"--db={db_url}"] if db_url else []
+    out = course / "export.csv"
+    run([BIN / "nbgrader", "export", "--to", out, *db], cwd=course)
+    header, *rows = out.read_text().splitlines()
+    return [header] + sorted(rows)
+
+
+def cell_scores(course: Path, db_url: str | None = None) -> dict[tuple[str, str], float]:
+    """{(student, grade id): score} of every submission in the gradebook, through nbgrader's API."""
+    from coursekit.course import Course
+
+    found = {}
+    with Course.load(course, **({"db_url": db_url} if db_url else {})).gradebook() as gb:
+        for sub in gb.assignment_submissions(ASSIGNMENT):
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    found[(sub.student.id, grade.name)] = grade.score
+    return found
+
+
+@pytest.fixture(scope="session")
+def demo_reference(course_snapshot, tmp_path_factory) -> dict:
+    """The demo cohort checked by pre-flight and graded by the stock sequential `nbgrader autograde`."""
+    course = prepare_course(course_snapshot, tmp_path_factory.mktemp("sequential"))
+    run([sys.executable, "-m", "coursekit", "preflight", ASSIGNMENT], cwd=course, check=False)
+    run([BIN / "nbgrader", "autograde", ASSIGNMENT, "--CourseDirectory.submitted_directory=preflight/submitted"],
+        cwd=course)
+    reference = {"csv": export(course), "cells": cell_scores(course), "course": course}
+    assert len(reference["csv"]) >= 12, reference["csv"]
+    return reference

@@ -16,10 +16,8 @@ import nbformat
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from conftest import ROOT, copy_course
-
-sys.path.insert(0, str(ROOT))
-from coursekit import catalog, cohort, report  # noqa: E402
+from conftest import ROOT, copy_course, tree_digest
+from coursekit import catalog, cohort, report
 
 pytestmark = pytest.mark.slow
 
@@ -151,32 +149,27 @@ def test_book_table_is_what_the_autograder_does(hostile):
 
 
 # ------------------------------------------------------------------ fast checks of the pre-flight command itself
-def test_preflight_copy_is_used_only_by_grading_commands_and_only_while_fresh(course_dir):
+def test_preflight_writes_a_checked_copy_and_never_touches_submitted(course_dir):
     from coursekit import preflight
+    from coursekit.course import Course
 
-    honest = cohort.Submission("alice", solved="all")
-    honest.write(course_dir)
+    cohort.Submission("alice", solved="all").write(course_dir)
     cohort.Submission("bob", raw=b"not a notebook").write(course_dir)
-    before = report_tree(course_dir / "submitted")
-    result = preflight.run(course_dir, "transformers")
-    assert report_tree(course_dir / "submitted") == before, "pre-flight wrote into submitted/"
-    assert [p.kind for p in result.of("bob")] == ["not JSON"] and not result.of("alice")
+    before = tree_digest(course_dir / "submitted")
+    result = preflight.run(Course.load(course_dir), "transformers")
+    assert tree_digest(course_dir / "submitted") == before, "pre-flight wrote into submitted/"
+    assert [p.kind for p in result.problems if p.student == "bob"] == ["not JSON"]
+    assert not [p for p in result.problems if p.student == "alice"]
     checked = course_dir / "preflight" / "submitted"
     assert (checked / "bob" / "transformers" / "transformers.ipynb").read_bytes() == \
         (course_dir / "release" / "transformers" / "transformers.ipynb").read_bytes()
     assert (checked / "alice" / "transformers" / "transformers.ipynb").read_bytes() == \
         (course_dir / "submitted" / "alice" / "transformers" / "transformers.ipynb").read_bytes()
-    grading = ["nbgrader", "autograde", "transformers"]
-    assert preflight.submitted_directory(course_dir, argv=grading) == "preflight/submitted"
-    assert preflight.submitted_directory(course_dir, argv=["nbgrader", "collect", "transformers"]) == "submitted"
-    # a new submission arrives: the checked copy is stale, grading falls back to submitted/
-    cohort.Submission("carol", solved=["attention"]).write(course_dir)
-    assert preflight.submitted_directory(course_dir, argv=grading) == "submitted"
-    preflight.run(course_dir, "transformers")
-    assert preflight.submitted_directory(course_dir, argv=grading) == "preflight/submitted"
-    # a changed file, too
-    (course_dir / "submitted" / "alice" / "transformers" / "timestamp.txt").write_text("2026-05-01 17:00:00 UTC")
-    assert preflight.submitted_directory(course_dir, argv=grading) == "submitted"
+    # a student who left submitted/ leaves the checked copy too
+    import shutil
+    shutil.rmtree(course_dir / "submitted" / "bob")
+    preflight.run(Course.load(course_dir), "transformers")
+    assert not (checked / "bob" / "transformers").exists()
 
 
 def test_preflight_reads_code_like_a_reviewer():
@@ -190,10 +183,3 @@ def test_preflight_reads_code_like_a_reviewer():
     for words in ["line 1", "monkeypatches a library", "line 2", "line 3", "shadowing the builtin", "line 5",
                   "never ends", "line 7", "kill the kernel"]:
         assert words in found, words
-
-
-def report_tree(path):
-    import hashlib
-
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}

@@ -9,11 +9,16 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run
-
-sys.path.insert(0, str(ROOT))
-from coursekit import leaks, publish  # noqa: E402
+from coursekit import leaks, regions
+from coursekit.course import Course
 
 pytestmark = pytest.mark.slow
+COURSE = Course.load(ROOT)
+SECRETS = leaks.course_secrets(COURSE)
+
+
+def scan(paths, ids=frozenset()):
+    return leaks.scan(paths, SECRETS, set(ids), leaks.student_folders(COURSE))
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +31,13 @@ def published(built_site, tmp_path_factory) -> Path:
 
 
 def test_secrets_are_extracted_from_both_region_kinds():
-    secrets = leaks.course_secrets(ROOT)
     nb = json.loads(next((ROOT / "assignments").rglob("*.ipynb")).read_text())
     sources = ["".join(c["source"]) for c in nb["cells"]]
     solution_cell = next(s for s in sources if "### BEGIN SOLUTION" in s and "def " in s)
     hidden_cell = next(s for s in sources if "### BEGIN HIDDEN TESTS" in s)
-    assert any(line in leaks.normalise(solution_cell) for line in secrets)
-    assert any(line in leaks.normalise(hidden_cell) for line in secrets)
-    assert len(secrets) >= 40, f"only {len(secrets)} secret lines: extraction is broken"
+    assert any(line in regions.normalise(solution_cell) for line in SECRETS)
+    assert any(line in regions.normalise(hidden_cell) for line in SECRETS)
+    assert len(SECRETS) >= 40, f"only {len(SECRETS)} secret lines: extraction is broken"
 
 
 def test_student_tree_has_exactly_the_public_files(published):
@@ -48,7 +52,7 @@ def test_student_tree_has_exactly_the_public_files(published):
 
 
 def test_published_output_is_clean(published):
-    findings = leaks.scan([published], leaks.course_secrets(ROOT), set())
+    findings = scan([published])
     assert findings == [], "\n".join(map(str, findings))
     assert (published / "site" / "index.html").exists()
     assert (published / "site" / ".nojekyll").exists()
@@ -64,12 +68,11 @@ def _planted(published: Path, tmp_path: Path) -> Path:
                                    "site/searchindex.js", "student/book/02_attention.md"])
 @pytest.mark.parametrize("kind", ["solution", "hidden"])
 def test_guard_catches_a_planted_leak(published, tmp_path, where, kind):
-    secrets = leaks.course_secrets(ROOT)
     nb = json.loads(next((ROOT / "assignments").rglob("*.ipynb")).read_text())
     marker = "### BEGIN SOLUTION" if kind == "solution" else "### BEGIN HIDDEN TESTS"
     cell = next("".join(c["source"]) for c in nb["cells"]
                 if marker in "".join(c["source"]) and c["cell_type"] == "code")
-    line = next(raw for raw in cell.splitlines() if leaks.normalise(raw) in secrets)
+    line = next(raw for raw in cell.splitlines() if regions.normalise(raw) in SECRETS)
     out = _planted(published, tmp_path)
     target = out / where
     text = target.read_text(encoding="utf-8")
@@ -83,7 +86,7 @@ def test_guard_catches_a_planted_leak(published, tmp_path, where, kind):
     else:
         planted = "\n" + line + "\n"
     target.write_text(text + planted, encoding="utf-8")
-    findings = leaks.scan([out], secrets, set())
+    findings = scan([out])
     assert any(f.path == target and "line" in f.problem for f in findings), findings
 
 
@@ -98,22 +101,22 @@ def test_guard_catches_student_data(published, tmp_path):
             cell["metadata"]["nbgrader"]["score"] = 1.0
     (out / "student" / "book" / "graded.ipynb").write_text(json.dumps(graded))
     (out / "site" / "index.html").write_text((out / "site" / "index.html").read_text() + "<p>Graded: s1234567</p>")
-    findings = leaks.scan([out], leaks.course_secrets(ROOT), {"s1234567"})
+    findings = scan([out], {"s1234567"})
     problems = "\n".join(map(str, findings))
     assert "gradebook" in problems
-    assert "student-data folder autograded/" in problems
+    assert "private course folder autograded/" in problems
     assert "graded notebook" in problems
     assert "student id 's1234567'" in problems
 
 
 def test_student_ids_come_from_the_course(course_dir):
     (course_dir / "submitted" / "carol_k" / "transformers").mkdir(parents=True)
-    assert "carol_k" in leaks.known_student_ids(course_dir)
+    assert "carol_k" in leaks.known_student_ids(Course.load(course_dir))
 
 
 def test_publish_refuses_and_removes_a_leaking_output(built_site, course_dir, tmp_path):
     """A course whose chapter quotes a hidden test: publish exits 1 and leaves nothing to push."""
-    secrets = sorted(leaks.course_secrets(course_dir))
+    secrets = sorted(leaks.course_secrets(Course.load(course_dir)))
     site = tmp_path / "site"
     shutil.copytree(built_site["html"], site)
     (site / "leak.html").write_text(f"<pre>{secrets[0]}</pre>")
@@ -123,12 +126,18 @@ def test_publish_refuses_and_removes_a_leaking_output(built_site, course_dir, tm
     assert proc.returncode == 1 and "LEAK" in proc.stderr and not out.exists()
 
 
-def test_lines_the_release_already_shows_are_not_secrets(tmp_path):
+def test_lines_the_release_already_shows_are_not_secrets():
     """An instruction quoting a call (public in the release) must not make the guard cry wolf."""
-    source = tmp_path / "source.ipynb"
-    source.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": [
-        "def train(corpus, trainer):\n", "    ### BEGIN SOLUTION\n",
-        "    tokenizer.train_from_iterator(corpus, trainer)\n", "    secret_weights = scores.softmax(dim=-1)\n",
-        "    ### END SOLUTION\n"]}]}))
+    cells = [{"cell_type": "code", "source": "def train(corpus, trainer):\n    ### BEGIN SOLUTION\n"
+              "    tokenizer.train_from_iterator(corpus, trainer)\n    secret_weights = scores.softmax(dim=-1)\n"
+              "    ### END SOLUTION\n"}]
     public = "4. Call `tokenizer.train_from_iterator(corpus, trainer)` and return the tokenizer."
-    assert leaks.secret_lines(source, public) == {"secret_weights = scores.softmax(dim=-1)"}
+    assert regions.secret_lines(cells, regions.delimiters(), public) == {"secret_weights = scores.softmax(dim=-1)"}
+
+
+def test_regions_are_found_as_nbgrader_finds_them():
+    """nbgrader matches its delimiters as substrings: a region written with one '#' is a region too."""
+    cells = [{"cell_type": "code", "source": "x = 1\n# BEGIN SOLUTION\nanswer = compute_the_answer(x)\n# END SOLUTION\n"
+              "#    BEGIN HIDDEN TESTS\nassert hidden_reference_value == 42\n# END HIDDEN TESTS"}]
+    assert regions.secret_lines(cells, regions.delimiters()) == {"answer = compute_the_answer(x)",
+                                                                 "assert hidden_reference_value == 42"}
