@@ -8,6 +8,7 @@
 See book/instructors.md for the whole workflow.
 """
 import os
+import warnings
 
 c = get_config()  # noqa: F821 -- provided by traitlets when it loads this file
 
@@ -47,6 +48,15 @@ c.OverwriteCells.add_missing_cells = True
 # homework's tests fail by raising, never by printing; drop stderr outputs that are warnings before scoring.
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?m)\b[A-Z]\w*Warning: "
+
+# --- Quiet logs: what an instructor reads is signal ---------------------------------------------------------------
+# nbgrader warns "checksum has changed" for every test cell of every submission (the release has no hidden tests, the
+# gradebook's checksums include them): filtered; pre-flight reports the test cells a student really edited.
+c.Application.logging_config = {"filters": {"checksums": {"()": "coursekit.grading.ChecksumNoise"}},
+                                "handlers": {"console": {"filters": ["checksums"]}}}
+# SQLAlchemy 2 warns about nbgrader's autoflush pattern on every submission (SAWarning "... not in session"); the
+# rows are written all the same (tests/test_homework_pipeline.py reads them back).
+warnings.filterwarnings("ignore", message=r".*not in session, add operation along", module=r"nbgrader\.")
 
 # --- Feedback ----------------------------------------------------------------------------------------------------
 # Feedback is rendered from the autograded notebook, where nbgrader restored the hidden tests and the submission's

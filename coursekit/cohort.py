@@ -25,7 +25,6 @@ import argparse
 import copy
 import functools
 import re
-import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,18 +253,51 @@ def demo_cohort(root: Path = ROOT) -> list[Submission]:
     ]
 
 
+def remove_demo(course: Course, assignment: str) -> list[str]:
+    """Remove the demo students from the gradebook (with their submissions and grades, as `nbgrader db student
+    remove --force` does) and their folders; return their ids. Real students are never touched: only ids the demo
+    cohort defines are removed."""
+    import shutil
+
+    from nbgrader.api import MissingEntry
+
+    demo = [sub.student for sub in demo_cohort(course.root)]
+    removed = []
+    with course.gradebook() as gb:
+        for student in demo:
+            try:
+                gb.remove_student(student)
+                removed.append(student)
+            except MissingEntry:
+                pass
+    for step in ("submitted", "autograded", "feedback"):
+        for student in demo:
+            folder = course.path(step, student, assignment).parent
+            if folder.is_dir():
+                shutil.rmtree(folder)
+                removed.append(student)
+    checked = course.root / "preflight" / "submitted"
+    for student in demo:
+        if (checked / student).is_dir():
+            shutil.rmtree(checked / student)
+    return sorted(set(removed))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit cohort", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", type=Path, default=ROOT, help="course directory to write submitted/ into")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     parser.add_argument("--list", action="store_true", help="only list the submissions and expected failures")
+    parser.add_argument("--remove", action="store_true",
+                        help="remove the demo students: their folders and, with their grades, from the gradebook")
     args = parser.parse_args(argv)
-    for sub in demo_cohort(ROOT):
+    course, assignment, _, _ = homework(args.root.resolve())
+    if args.remove:
+        removed = remove_demo(course, assignment)
+        print(f"removed {len(removed)} demo student(s): {', '.join(removed) or 'none found'}")
+        return 0
+    for sub in demo_cohort(course.root):
         if args.list:
             print(f"{sub.student:<34} {sub.note}; fails: {', '.join(sorted(sub.fails)) or '-'}")
         else:
-            print("wrote", sub.write(ROOT, course=args.root).relative_to(args.root))
+            print("wrote", sub.write(course.root).relative_to(course.root))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -248,8 +248,9 @@ class Listener:
 
 
 def tree(course: Path) -> dict[str, str]:
-    """Digest of every file of the course outside autograded/ (and the gradebook, checked through its API)."""
-    skip = {"autograded", "gradebook.db", "gradebook.db-journal"}
+    """Digest of every file of the course outside what the grader writes (autograded/, pre-flight's checked copy) and
+    the gradebook (checked through its API)."""
+    skip = {"autograded", "preflight", "gradebook.db", "gradebook.db-journal"}  # the grader's own outputs
     return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(course.rglob("*")) if p.is_file() and not skip & set(p.relative_to(course).parts)}
 
