@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 
+import nbformat
 import pytest
 
 from browser_util import RequestRecorder, artifacts_dir, launch, require_browser_tools
@@ -24,8 +25,6 @@ RELEASE = "release/transformers/transformers.ipynb"
 
 def test_restart_and_run_all_reaches_the_last_cell_of_the_untouched_release(tmp_path_factory):
     from playwright.sync_api import sync_playwright
-
-    import nbformat
 
     require_browser_tools()
     tmp = tmp_path_factory.mktemp("homework-lab")
@@ -45,7 +44,7 @@ def test_restart_and_run_all_reaches_the_last_cell_of_the_untouched_release(tmp_
                 page.wait_for_function(f"() => ({NOTEBOOK_STATE})().code_cells >= {len(code_cells)}", timeout=60_000)
                 started = time.monotonic()
                 page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Kernel$")).click()
-                page.locator(".lm-Menu-item[data-command='notebook:restart-run-all']").click()
+                page.locator(".lm-Menu-item", has_text="Restart Kernel and Run All Cells").click()
                 page.locator(".jp-Dialog-button.jp-mod-accept").click()  # "Restart"
                 try:
                     # Run All queues every cell at once ("[*]:"). Done when the kernel is idle and nothing is queued;

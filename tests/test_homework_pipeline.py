@@ -18,7 +18,7 @@ import pytest
 from conftest import BIN, ROOT, copy_course, run
 
 sys.path.insert(0, str(ROOT))
-from coursekit import cohort  # noqa: E402
+from coursekit import catalog, cohort  # noqa: E402
 
 pytestmark = pytest.mark.slow
 NBGRADER = str(BIN / "nbgrader")
@@ -46,10 +46,10 @@ def pipeline(tmp_path_factory):
     course = copy_course(tmp_path_factory.mktemp("pipeline") / "course")
     assert not (course / "gradebook.db").exists()
     # The demo cohort, plus a mistake only hidden tests catch (to see a hidden check's message in the feedback).
+    threshold_half = next(p for p in catalog.WRONG if p.key == "accuracy_threshold_half")
     hidden_only = cohort.Submission(
-        "hidden_only_accuracy_threshold_half", "accuracy thresholds at 0.5: passes the visible checks", solved="all",
-        bodies={"accuracy": "return ((logits > 0.5).float() == labels).float().mean().item()"},
-        fails={"accuracy_threshold", "accuracy_returns_float"})
+        "hidden_only_accuracy_threshold_half", threshold_half.note, solved="all",
+        bodies={"accuracy": threshold_half.code}, fails={"accuracy_threshold", "accuracy_returns_float"})
     out = {"course": course, "cohort": cohort.demo_cohort(course) + [hidden_only]}
     out["validate_source"] = run([NBGRADER, "validate", "assignments/transformers/transformers.ipynb"], cwd=course)
     out["validate_release"] = run([NBGRADER, "validate", "--invert", "release/transformers/transformers.ipynb"],
@@ -184,6 +184,7 @@ def test_feedback_is_written_for_everyone_and_reveals_no_hidden_test(pipeline):
         total = pipeline["scores"][sub.student]["__total__"]
         assert re.search(rf"Score:\s*{total:g}(\.0)?\s*/\s*{max_points():g}(\.0)?\b", joined), (
             f"{sub.student}: score missing in feedback")
+
     def feedback_text(student):
         page = course / "feedback" / student / "transformers" / "transformers.html"
         return BeautifulSoup(page.read_text(), "html.parser").get_text()
