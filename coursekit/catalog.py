@@ -153,6 +153,10 @@ WRONG = [
     Plant("accuracy_integer_division", "accuracy", "integer division of the correct count by the length", """
         return ((logits > 0).float() == labels).sum().item() // len(labels)
     """),
+    Plant("accuracy_sigmoid_ties_positive", "accuracy", "sigmoid(logits) >= 0.5: a logit of 0 predicted positive",
+          """
+        return ((torch.sigmoid(logits) >= 0.5).float() == labels).float().mean().item()
+    """),
     # ---- Exercise 6.1: train_bpe_tokenizer -------------------------------------------------------------------
     Plant("tokenizer_no_pre_tokenizer", "train_bpe_tokenizer", "no Whitespace pre-tokenizer", _tokenizer(pre="")),
     Plant("tokenizer_specials_swapped", "train_bpe_tokenizer", 'special tokens in the wrong order ("[PAD]" id 0)',
@@ -222,6 +226,24 @@ RIGHT = [
         scores = torch.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.shape[-1])
         weights = scores.masked_fill(padding[:, None, :], -math.inf).softmax(-1)
         return (weights @ v).to(dtype), weights.to(dtype)
+    """),
+    Plant("attention_sqrt_of_tensor", "attention", "divides by torch.sqrt(torch.tensor(d_k)), a float32 scalar", """
+        d_k = q.shape[-1]
+        scores = q @ k.transpose(-2, -1) / torch.sqrt(torch.tensor(d_k))
+        scores = scores.masked_fill(padding[:, None, :], float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+    """),
+    Plant("attention_scaled_queries", "attention", "scales the queries before the product, q / sqrt(d_k) @ k^T", """
+        q = q / math.sqrt(q.shape[-1])
+        weights = (q @ k.transpose(1, 2)).masked_fill(padding[:, None, :], -math.inf).softmax(dim=-1)
+        return weights @ v, weights
+    """),
+    Plant("attention_float32_inside", "attention", "computes in float32 whatever the input dtype", """
+        q, k, v = q.float(), k.float(), v.float()
+        scores = torch.bmm(q, k.transpose(1, 2)) * q.shape[-1] ** -0.5
+        weights = torch.softmax(scores.masked_fill(padding[:, None, :], float("-inf")), dim=-1)
+        return torch.bmm(weights, v), weights
     """),
     Plant("mean_masked_fill", "masked_mean", "masked_fill and a count of valid tokens", """
         count = (~padding).sum(dim=1, keepdim=True)

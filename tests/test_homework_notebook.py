@@ -115,11 +115,23 @@ def test_every_prompt_has_a_manually_graded_answer(nb):
         body = cell.source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "").strip()
         assert cell.source.startswith("### BEGIN SOLUTION") and len(body) > 200, meta(cell)["grade_id"]
     prompts = [c.source for c in nb.cells if c.cell_type == "markdown"
-               and re.search(r"\*\*(Discuss|Predict|Experiment|Anatomy|Record|A handcrafted|Interpret|Compare)", c.source)]
+               and re.search(r"\*\*(Discuss|Predict|Experiment|Anatomy|Record|A handcrafted|Interpret|Compare|Your own example"
+                             r"|Count by hand)", c.source)]
     assert len(prompts) == len(answers) - 1  # Exercise 6.2's prompt is its heading's text
     for i, cell in enumerate(nb.cells):
         if meta(cell).get("grade") and meta(cell).get("solution"):
             assert nb.cells[i - 1].cell_type in ("markdown", "code"), "answer cells follow their prompt"
+
+
+def test_run_all_carries_on_past_failing_checks_only(nb):
+    """Test cells, and the learner's own-example check, are tagged `raises-exception` (JupyterLab and nbconvert then
+    run the next cells after an error in them); nothing else is, so an error anywhere else still stops Run All."""
+    tagged = {c.id for c in nb.cells if "raises-exception" in c.metadata.get("tags", [])}
+    tests = {c.id for c in nb.cells if meta(c).get("grade") and not meta(c).get("solution")}
+    checks = {c.id for c in nb.cells if c.cell_type == "code" and not meta(c) and "check_own_example(" in c.source}
+    assert len(tests) == len(cohort.autograded_cells(nb)) and len(checks) == 1
+    assert tagged == tests | checks, f"tagged but not a check: {sorted(tagged - tests - checks)}; " \
+                                     f"checks without the tag: {sorted(tests | checks - tagged)}"
 
 
 def test_deleted_graded_cells_can_be_put_back(nb):
