@@ -3,7 +3,6 @@ behave as configured. Fast: no kernel, no nbgrader run (those are in test_homewo
 from __future__ import annotations
 
 import re
-import sys
 
 import nbformat
 import pytest
@@ -11,8 +10,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT))
-from coursekit import cohort  # noqa: E402
+from coursekit import cohort
 
 SOURCE = cohort.source_path(ROOT)
 FUNCTIONS = ["attention", "masked_mean", "accuracy", "train_bpe_tokenizer", "tokens_per_word", "embedding_parameters"]
@@ -74,6 +72,21 @@ def test_test_cells_have_a_docstring_visible_checks_then_hidden_tests(nb):
         assert last.startswith(("print(", "assert", "torch.testing")), (
             f"{m['grade_id']}: the visible part must not end in an expression (nbgrader would read it as a "
             f"partial grade)")
+
+
+def test_random_hidden_inputs_are_drawn_from_the_grading_salt(nb):
+    """A hidden test that draws random inputs seeds them from the per-submission GRADING_SALT the grading sandbox
+    sets, so a student who has seen a test's code still cannot hard-code its inputs or expected values."""
+    seeded = 0
+    for cell in nb.cells:
+        if "### BEGIN HIDDEN TESTS" not in cell.source:
+            continue
+        hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
+        for line in hidden.split("\n"):
+            if "manual_seed(" in line or "torch.Generator(" in line:
+                assert 'GRADING_SALT' in line, f"{meta(cell)['grade_id']}: unsalted seed: {line.strip()}"
+                seeded += 1
+    assert seeded >= 5
 
 
 def test_each_test_cell_checks_one_function(nb):

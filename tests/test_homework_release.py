@@ -7,38 +7,22 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import nbformat
 import pytest
 
 from conftest import BIN, ROOT, run
 
-sys.path.insert(0, str(ROOT))
-from coursekit import cohort  # noqa: E402
-
-REGIONS = [("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")]
-
-
-def _norm(line: str) -> str:
-    return " ".join(line.split())
-
+from coursekit import cohort, regions
 
 def secret_lines(nb) -> set[str]:
-    """Non-trivial lines of solution and hidden-test regions that appear nowhere outside such a region."""
-    inside, outside = set(), set()
-    for cell in nb.cells:
-        state = None
-        for line in cell.source.split("\n"):
-            begin = next((end for start, end in REGIONS if start in line), None)
-            if begin:
-                state = begin
-                continue
-            if state and state in line:
-                state = None
-                continue
-            (inside if state else outside).add(_norm(line))
-    return {line for line in inside - outside if len(line) >= 12}
+    """Secret lines of ``nb`` (coursekit.regions, with the configured delimiters), minus lines it supplies outside any
+    region: these the release shows anyway."""
+    marks = regions.delimiters()
+    supplied = "\n".join(regions.normalise(line) for cell in nb.cells for number, line in
+                         enumerate(regions.source_of(cell).split("\n"))
+                         if not any(number in regions.region_lines(regions.source_of(cell), *m) for m in marks.values()))
+    return {line for line in regions.secret_lines(nb.cells, marks) if line not in supplied.split("\n")}
 
 
 def comparable(nb: dict) -> dict:
@@ -70,9 +54,9 @@ def test_release_contains_no_solution_and_no_hidden_test():
     release = nbformat.reads(release_text, as_version=4)
     secrets = secret_lines(source)
     assert len(secrets) > 150, f"only {len(secrets)} secret lines found: the extraction is broken"
-    for start, end in REGIONS:
+    for start, end in regions.delimiters().values():
         assert start not in release_text and end not in release_text
-    released_lines = {_norm(line) for cell in release.cells for line in cell.source.split("\n")}
+    released_lines = {regions.normalise(line) for cell in release.cells for line in cell.source.split("\n")}
     leaked = sorted(secrets & released_lines)
     assert not leaked, f"{len(leaked)} solution/hidden-test lines in the release, e.g. {leaked[:3]}"
     for cell in release.cells:
@@ -89,7 +73,8 @@ def test_release_contains_no_solution_and_no_hidden_test():
 
 def test_secret_line_extraction_can_fail():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "def f():\n    ### BEGIN SOLUTION\n    return secret_value_of_f\n    ### END SOLUTION\nprint('visible line here')")])
+        "def f():\n    ### BEGIN SOLUTION\n    return secret_value_of_f\n    print('visible line here')\n"
+        "    ### END SOLUTION\nprint('visible line here')")])
     assert secret_lines(nb) == {"return secret_value_of_f"}
 
 
