@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from coursekit import copy_course  # noqa: F401  (used by the benchmarks; the repository is on sys.path: run from its root)
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from coursekit import copy_course  # noqa: E402,F401  (used by the benchmarks)
 BIN = Path(sys.executable).parent
 
 
@@ -36,21 +36,14 @@ def sh(cmd: list, cwd: Path, check: bool = True, **extra_env) -> tuple[float, su
     return seconds, proc
 
 
-def peak_rss_mb(pid: int) -> float:
-    """The process's peak resident set (VmHWM), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmHWM for {pid}")
-
-
 def run_notebook(nb, cwd: Path, timeout: int = 300, extra_code: list[str] = (), client_options: dict | None = None,
                  **extra_env) -> dict:
     """Execute ``nb`` top to bottom in a fresh python3 kernel (cwd ``cwd``), then ``extra_code`` cells.
 
-    ``client_options`` go to nbclient's ``NotebookClient`` (e.g. the grading kernel manager of autograde).
+    ``client_options`` go to nbclient's ``NotebookClient`` (e.g. ``kernel_name="course-grading"``, autograde's kernel).
 
-    Returns wall seconds (kernel start to last cell), kernel start seconds, the kernel's peak RSS (VmHWM) in MB,
+    Returns wall seconds (kernel start to last cell), kernel start seconds, the kernel's peak RSS (ru_maxrss, read
+    by the kernel itself, so it works inside the grading sandbox too) in MB,
     the kernel's CPU seconds, and each code cell's seconds. Raises on a cell error, like the build does.
     """
     import nbformat
@@ -62,20 +55,22 @@ def run_notebook(nb, cwd: Path, timeout: int = 300, extra_code: list[str] = (), 
     old = {k: os.environ.get(k) for k in extra_env}
     os.environ.update({k: str(v) for k, v in extra_env.items()})
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
-                                **(client_options or {}))
+        options = {"kernel_name": "python3", **(client_options or {})}
+        client = NotebookClient(nb, timeout=timeout, resources={"metadata": {"path": str(cwd)}}, **options)
         start, cpu = time.perf_counter(), children_cpu()
         cells = []
         with client.setup_kernel(cwd=str(cwd)):
             started = time.perf_counter() - start
-            pid = client.km.provisioner.process.pid
             for index, cell in enumerate(nb.cells):
                 t0 = time.perf_counter()
                 client.execute_cell(cell, index)
                 if cell.cell_type == "code":
                     cells.append((index, time.perf_counter() - t0, cell.source.split("\n", 1)[0][:70]))
             wall = time.perf_counter() - start
-            peak = peak_rss_mb(pid)
+            probe = nbformat.v4.new_code_cell("import resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            nb.cells.append(probe)
+            client.execute_cell(probe, len(nb.cells) - 1)
+            peak = int(probe.outputs[0]["text"].split()[-1]) / 1024
         cpu = children_cpu() - cpu  # the kernel has been shut down and reaped here
     finally:
         for k, v in old.items():

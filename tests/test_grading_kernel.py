@@ -149,6 +149,18 @@ def test_grading_without_the_sandbox_is_refused_naming_what_is_missing(config):
         sandbox.check()
 
 
+def test_the_explicit_opt_out_warns_on_every_run(config, caplog):
+    import logging
+
+    log = logging.getLogger("opt-out")
+    sandbox = GradingSandbox(config=config, enabled=False, bwrap="/nonexistent/bwrap", log=log)
+    with caplog.at_level(logging.WARNING, logger="opt-out"):
+        sandbox.check()
+        sandbox.check()
+    warned = [r.getMessage() for r in caplog.records if "GRADING WITHOUT A SANDBOX" in r.getMessage()]
+    assert len(warned) == 2 and "your privileges" in warned[0]
+
+
 def test_a_dead_kernel_costs_only_the_cells_after_it(config, tmp_path):
     outputs = grade(["print('before')", "import os\nos._exit(1)", "print('after')"], config, tmp_path)
     assert text(outputs[0]) == "before\n"
