@@ -23,8 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BIN, copy_course, machine, sh  # noqa: E402
+from _common import BIN, copy_course, machine, sh  # bench/ is on sys.path: the script's folder
 
 BUILD = [BIN / "jupyter-book", "build", ".", "-n", "-W", "--keep-going"]
 

@@ -8,15 +8,13 @@ grade cell's score is read through nbgrader's Gradebook API. The table the instr
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import pytest
 
 from conftest import ROOT, copy_course
 
-sys.path.insert(0, str(ROOT))
-from coursekit import catalog, cohort, report  # noqa: E402
+from coursekit import catalog, cohort, report
 
 pytestmark = pytest.mark.slow
 

@@ -21,8 +21,7 @@ from torch import nn
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT))
-from coursekit import cohort  # noqa: E402
+from coursekit import cohort
 
 SOURCE = cohort.read(cohort.source_path(ROOT))
 TRAINING_RUNS = (12, 30)  # the default run and the one change the model answer of Exercise 5 describes
