@@ -6,13 +6,20 @@ STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test release clean help publish grade bench
+# Notebooks the book executes (MyST files with a kernel) and its per-notebook time limit, read from the book itself.
+NOTEBOOKS    = $(shell grep -l '^kernelspec:' book/*.md)
+EXEC_TIMEOUT = $(shell sed -n 's/^  timeout: *//p' _config.yml)
+CACHE        = _build/.jupyter_cache
+EXECUTOR    ?= local-parallel
+
+.PHONY: book cache test release clean help publish grade bench
 
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
 	@echo "make test     run the whole test suite (pytest; includes browser tests)"
 	@echo "make release  regenerate release/ from assignments/ with nbgrader"
 	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
+	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
 	@echo "make clean    remove _build"
 	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner); see bench/README.md"
@@ -27,8 +34,15 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml c
 	touch $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/python -m coursekit execute --jobs $(JOBS)  # chapters run in parallel into the build's jupyter-cache
+	$(MAKE) --no-print-directory cache
 	$(BIN)/jupyter-book build . -n -W --keep-going
+
+# The chapters run in parallel into the build's jupyter-cache (jupyter-cache's own CLI, with myst-nb's reader), so
+# the stock build finds every notebook cached and executes nothing; unchanged chapters are never run again.
+cache:
+	mkdir -p _build
+	yes | $(BIN)/jcache notebook -p $(CACHE) add --reader myst_nb_md $(NOTEBOOKS) >/dev/null
+	$(BIN)/jcache project -p $(CACHE) execute --executor $(EXECUTOR) --timeout $(EXEC_TIMEOUT) --verbosity WARNING
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

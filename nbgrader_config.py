@@ -50,10 +50,9 @@ c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?m)\b[A-Z]\w*Warning: "
 
 # --- Quiet logs: what an instructor reads is signal ---------------------------------------------------------------
-# nbgrader warns "checksum has changed" for every test cell of every submission (the release has no hidden tests, the
-# gradebook's checksums include them): filtered; pre-flight reports the test cells a student really edited.
-c.Application.logging_config = {"filters": {"checksums": {"()": "coursekit.grading.ChecksumNoise"}},
-                                "handlers": {"console": {"filters": ["checksums"]}}}
+# Two lines nbgrader prints on every run that ask nothing of you (coursekit.grading.KnownNoise says which and why).
+c.Application.logging_config = {"filters": {"noise": {"()": "coursekit.grading.KnownNoise"}},
+                                "handlers": {"console": {"filters": ["noise"]}}}
 # SQLAlchemy 2 warns about nbgrader's autoflush pattern on every submission (SAWarning "... not in session"); the
 # rows are written all the same (tests/test_homework_pipeline.py reads them back).
 warnings.filterwarnings("ignore", message=r".*not in session, add operation along", module=r"nbgrader\.")

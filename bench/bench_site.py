@@ -6,8 +6,8 @@
    chapters one after another while Sphinx reads them);
 2. no-change rebuild: the same command again (everything from the jupyter-cache and Sphinx's environment);
 3. one-chapter-changed rebuild: a code cell of ``--chapter`` edited, the same command again;
-4. chapter execution alone, stock sequential vs parallel: ``python -m coursekit execute --jobs 1`` (jupyter-cache's
-   ``local-serial`` executor) vs ``--jobs <cores>`` (``local-parallel``), each into an empty cache;
+4. chapter execution alone, sequential vs parallel: ``make cache EXECUTOR=local-serial`` vs ``make cache``
+   (jupyter-cache's CLI: ``local-serial`` vs ``local-parallel``, one kernel per core), each into an empty cache;
 5. ``make book`` as shipped: parallel execution into the cache, then the stock build, which must execute nothing
    (checked in its log: every chapter "Using cached notebook", none "Executing notebook").
 
@@ -45,8 +45,8 @@ def executed(log: str) -> list[str]:
     return re.findall(r"(\S+\.md): Executing notebook", log)
 
 
-def execute(course: Path, jobs: int) -> float:
-    seconds, proc = sh([BIN / "python", "-m", "coursekit", "execute", "--jobs", jobs, "--quiet"], course)
+def execute(course: Path, executor: str) -> float:
+    seconds, proc = sh(["make", "--no-print-directory", "cache", f"BIN={BIN}", f"EXECUTOR={executor}"], course)
     return seconds
 
 
@@ -63,7 +63,6 @@ def edit_code_cell(path: Path) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chapter", default="02_attention", help="chapter edited for the one-chapter rebuild")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="parallel kernels (default: cores)")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it (default: a temp dir)")
     args = parser.parse_args(argv)
     print(f"bench_site: {machine()}")
@@ -80,21 +79,21 @@ def main(argv=None) -> int:
         print(f"  one chapter changed        {one:7.1f} s  ({', '.join(executed(log)) or 'none'} executed)")
 
         timings = {}
-        for jobs in (1, args.jobs):
+        for executor in ("local-serial", "local-parallel"):
             shutil.rmtree(course / "_build")
-            timings[jobs] = execute(course, jobs)
-            print(f"  execute --jobs {jobs:<2}          {timings[jobs]:7.1f} s  (all chapters into an empty cache)")
+            timings[executor] = execute(course, executor)
+            print(f"  make cache {executor:<15} {timings[executor]:7.1f} s  (all notebooks into an empty cache)")
         after, log = build(course)  # the cache was filled by the parallel run just above
         cached = len(re.findall(r"Using cached notebook", log))
         print(f"  build after parallel fill  {after:7.1f} s  ({len(executed(log))} executed, {cached} from cache)")
         if executed(log):
             print("  ERROR: the build re-executed chapters the parallel fill had cached:", executed(log))
 
-        par, seq = timings[args.jobs], timings[1]
+        par, seq = timings["local-parallel"], timings["local-serial"]
         print("\nratios (targets in brackets)")
         print(f"  no-change rebuild / clean build          {noop / clean:5.3f}   [≤ 0.15]")
         print(f"  one-chapter rebuild / clean build        {one / clean:5.3f}")
-        print(f"  sequential / parallel chapter execution  {seq / par:5.2f}×  [≥ 1.6×] ({args.jobs} jobs)")
+        print(f"  sequential / parallel chapter execution  {seq / par:5.2f}×  [≥ 1.6×] ({os.cpu_count()} cores)")
         print(f"  clean build / (parallel fill + build)    {clean / (par + after):5.2f}×  (make book vs stock build)")
         for failure in dict.fromkeys(FAILED_BUILDS):
             print(f"  NOTE: a build failed ({failure}); its time is still shown")

@@ -7,7 +7,6 @@ COMMANDS = {
     "cohort": ("coursekit.cohort", "write the homework's demo cohort into submitted/ (for a trial autograde)"),
     "leaks": ("coursekit.leaks", "check published paths for solution/hidden-test lines and student data"),
     "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
-    "execute": ("coursekit.execute", "execute the chapters in parallel into the build's jupyter-cache"),
     "grade": ("coursekit.grade", "pre-flight, then autograde a cohort with N parallel workers"),
     "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
     "report": ("coursekit.report", "regenerate the book's autograding tables (planted mistakes, hostile cohort)"),

@@ -34,14 +34,20 @@ class CoursePreprocessor(Preprocessor):
     enabled = Bool(True, help="Whether to use this preprocessor.").tag(config=True)
 
 
-class ChecksumNoise(logging.Filter):
-    """Drops nbgrader's "Attribute 'checksum' for cell ... has changed!" warning: it fires for every test cell of
-    every submission (the release lacks the hidden tests the gradebook's checksum includes), and pre-flight reports
-    the test cells a student really edited."""
+class KnownNoise(logging.Filter):
+    """Drops two log lines nbgrader prints on every run that ask nothing of an instructor:
+
+    * "Attribute 'checksum' for cell ... has changed!" fires for every test cell of every submission (the release
+      lacks the hidden tests the gradebook's checksum includes); pre-flight reports the test cells a student really
+      edited;
+    * "Config option `display_data_priority` not recognized by ..." comes from nbconvert's HTML exporter setting a
+      trait that nbgrader's preprocessors redeclare without ``config=True``.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not (message.startswith("Attribute 'checksum' for cell") and "has changed!" in message)
+        return not ((message.startswith("Attribute 'checksum' for cell") and "has changed!" in message)
+                    or message.startswith("Config option `display_data_priority` not recognized"))
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:

@@ -190,3 +190,15 @@ def test_feedback_is_written_for_everyone_and_reveals_no_hidden_test(pipeline):
     ties = feedback_text("demo_accuracy_ties_positive")
     assert "a logit of exactly 0 is a negative prediction: expected 1.0" in ties, "the visible tie check's message"
     assert "The check that failed: assert abs(float(_tie) - 1.0) < 1e-6" in ties, "a visible check is named by its line"
+
+
+def test_logs_carry_signal_not_noise(pipeline):
+    """What an instructor reads after each command: nbgrader's per-cell checksum warnings, SQLAlchemy's SAWarnings,
+    "Kernel is running over TCP" and the feedback exporter's display_data_priority warning are gone; the lines that
+    ask for attention stay."""
+    noise = ["Attribute 'checksum' for cell", "SAWarning", "running over TCP", "display_data_priority"]
+    for step in ("autograde", "feedback", "export"):
+        log = pipeline[step].stdout + pipeline[step].stderr
+        found = [n for n in noise if n in log]
+        assert not found, f"{step}: {found}\n{log[-3000:]}"
+    assert "Missing grade cell accuracy_returns_float encountered, adding to notebook" in pipeline["autograde"].stderr

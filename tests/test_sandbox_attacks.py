@@ -173,7 +173,7 @@ def _print_cell(info):
     print("NEXT CELL:", info.raw_cell)
 get_ipython().events.register("pre_run_cell", _print_cell)
 def _tracer(frame, event, arg):
-    if event == "call":
+    if event == "call" and "ipykernel_" in frame.f_code.co_filename:  # cells only: library frames would flood it
         print("TRACE", frame.f_code.co_filename, frame.f_code.co_consts)
     return None
 sys.settrace(_tracer)
