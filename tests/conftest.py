@@ -50,11 +50,14 @@ def built_site(tmp_path_factory) -> dict:
     warnings; every test that reads the HTML depends on that.
     """
     course = copy_course(tmp_path_factory.mktemp("site") / "course")
+    # As `make book` does it: the notebooks run in parallel into the jupyter-cache, then the stock build renders.
+    cache = run(["make", "--no-print-directory", "cache", f"BIN={BIN}"], cwd=course, check=False, timeout=1500)
+    assert cache.returncode == 0, f"make cache failed\n{(cache.stdout + cache.stderr)[-8000:]}"
     proc = run([str(BIN / "jupyter-book"), "build", str(course), "-n", "-W", "--keep-going"],
                cwd=course, check=False, timeout=1500)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"book build failed\n{log[-8000:]}"
-    return {"root": course, "html": course / "_build" / "html", "log": log}
+    return {"root": course, "html": course / "_build" / "html", "log": log, "cache_log": cache.stdout + cache.stderr}
 
 
 # --------------------------------------------------------------------------- a demo cohort, graded the stock way

@@ -37,6 +37,18 @@ def test_build_has_no_warnings(built_site):
     assert not warnings, "build printed warnings:\n" + "\n".join(warnings[:20])
 
 
+def test_the_build_after_make_cache_executes_nothing(built_site):
+    """`make book` = `make cache` (jupyter-cache's CLI, parallel) + the stock build, which must find every notebook
+    page in the cache: a reader mismatch would make it execute everything a second time."""
+    notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "book").glob("*.md")
+                       if p.read_text().startswith("---") and "\nkernelspec:" in p.read_text().split("\n---", 1)[0])
+    assert len(notebooks) >= 7
+    executed = re.findall(r"(\S+\.md): Executing notebook", built_site["log"])
+    cached = re.findall(r"(\S+\.md): Using cached notebook", built_site["log"])
+    assert not executed, f"the build executed {executed} although make cache had run"
+    assert sorted(str(Path(c).relative_to(built_site["root"])) for c in cached) == notebooks
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_exists(built_site, page):
     soup(built_site, page)
