@@ -61,13 +61,27 @@ warnings.filterwarnings("ignore", message=r".*not in session, add operation alon
 # Feedback is rendered from the autograded notebook, where nbgrader restored the hidden tests and the submission's
 # code wrote the outputs. coursekit/feedback.py keeps only what the grader vouches for: a failing test's name, its
 # message without hidden-test code, and the failing line if it is a visible check; stock ClearHiddenTests then
-# removes the hidden regions (jupyter/nbgrader#1363).
+# removes the hidden regions (jupyter/nbgrader#1363). The graders' model answers (coursekit/graders.py) go first,
+# and you are warned about answers no grader has scored yet.
 c.GenerateFeedback.preprocessors = [
+    "coursekit.graders.RemoveGradersOnly",
     "nbgrader.preprocessors.GetGrades",
+    "coursekit.graders.WarnUngraded",
     "coursekit.feedback.TrustedOutputs",
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# --- Collecting from a learning platform ------------------------------------------------------------------------
+# Put Canvas's or Moodle's "download all submissions" zip into downloaded/<assignment>/archive/, then
+# `nbgrader zip_collect <assignment>`: coursekit/platforms.py reads the student id and notebook from the platform's
+# file names (older re-uploads, non-notebooks and late flags are named in warnings; nothing is deleted).
+c.ZipCollectApp.collector_plugin = "coursekit.platforms.PlatformCollector"
+
+# --- Export ------------------------------------------------------------------------------------------------------
+# nbgrader's CSV, after a warning that names every written answer not graded yet (it would count as 0). For a
+# platform's grade import: --exporter=coursekit.platforms.CanvasCsvExport or ...MoodleWorksheetExport.
+c.ExportApp.plugin_class = "coursekit.graders.CheckedCsvExport"
 
 # --- Release -----------------------------------------------------------------------------------------------------
 # What replaces a solution in the release: a stub whose error says what to do when a check runs it.
@@ -89,7 +103,8 @@ c.GradingSandbox.cpu_limit_s = 900       # per grading kernel, whole notebook (c
 c.GradingSandbox.secret_file = os.path.join(HERE, ".grading-secret")
 # c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 
-# Stock preprocessor list, with the sandbox-aware Execute and three small steps of coursekit/grading.py.
+# Stock preprocessor list, with the sandbox-aware Execute, three small steps of coursekit/grading.py, and the model
+# answers for graders (coursekit/graders.py: inserted into autograded/ only, removed from feedback).
 c.Autograde.autograde_preprocessors = [
     "coursekit.grading.GradingExecute",
     "coursekit.grading.RemoveLinks",
@@ -99,6 +114,7 @@ c.Autograde.autograde_preprocessors = [
     "coursekit.grading.TruncateOutput",
     "coursekit.grading.PassiveOutputs",
     "nbgrader.preprocessors.SaveAutoGrades",
+    "coursekit.graders.ModelAnswers",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

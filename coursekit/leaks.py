@@ -102,6 +102,17 @@ def is_graded_notebook(path: Path) -> bool:
     return False
 
 
+def has_model_answers(path: Path) -> bool:
+    """A notebook carrying the graders' model-answer cells (coursekit.graders), whatever its other content."""
+    from .graders import is_graders_only
+
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    return isinstance(nb, dict) and any(is_graders_only(cell) for cell in nb.get("cells", []) if isinstance(cell, dict))
+
+
 def scan(paths: list[Path], secrets: set[str], student_ids: set[str], private: set[str]) -> list[Finding]:
     findings: list[Finding] = []
     files = []
@@ -119,6 +130,8 @@ def scan(paths: list[Path], secrets: set[str], student_ids: set[str], private: s
             continue
         if path.suffix == ".ipynb" and is_graded_notebook(path):
             findings.append(Finding(path, "an autograded/graded notebook (nbgrader scores)"))
+        if path.suffix == ".ipynb" and has_model_answers(path):
+            findings.append(Finding(path, "graders' model answers (coursekit.graders cells)"))
         lines = file_lines(path)
         joined = "\n".join(lines)
         hits = sorted({line for line in lines if line in secrets})

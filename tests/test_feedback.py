@@ -27,7 +27,7 @@ def config():
 def feedback(nb, config):
     """The course's feedback preprocessors that touch cells, in the configured order."""
     for name in config.GenerateFeedback.preprocessors:
-        if not name.endswith(("GetGrades", "CSSHTMLHeaderPreprocessor")):  # gradebook, HTML styling
+        if not name.endswith(("GetGrades", "WarnUngraded", "CSSHTMLHeaderPreprocessor")):  # gradebook, HTML styling
             nb, _ = import_item(name)(config=config)(nb, {})  # as nbconvert calls it: only if enabled
     return nb
 

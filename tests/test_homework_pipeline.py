@@ -202,3 +202,44 @@ def test_logs_carry_signal_not_noise(pipeline):
         found = [n for n in noise if n in log]
         assert not found, f"{step}: {found}\n{log[-3000:]}"
     assert "Missing grade cell accuracy_returns_float encountered, adding to notebook" in pipeline["autograde"].stderr
+
+
+def test_graders_see_model_answers_students_never_do(pipeline):
+    from bs4 import BeautifulSoup
+
+    from coursekit.graders import is_graders_only, model_answers
+
+    course = pipeline["course"]
+    answers = model_answers(cohort.source_path(ROOT))
+    written = [c.metadata["nbgrader"]["grade_id"] for c in cohort.read(cohort.source_path(ROOT)).cells
+               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")]
+    assert sorted(answers) == sorted(written) and all("**Point guide**" in a for a in answers.values())
+    # One distinctive line of each model answer, to look for.
+    probes = {g: max((line for line in a.split("\n") if "Point guide" not in line), key=len) for g, a in answers.items()}
+    for sub in pipeline["cohort"]:
+        graded = cohort.read(course / "autograded" / sub.student / "transformers" / "transformers.ipynb")
+        inserted = [c for c in graded.cells if is_graders_only(c)]
+        assert len(inserted) == len(written), sub.student
+        for cell, grade_id in zip(inserted, written):
+            assert f"`{grade_id}`" in cell.source and probes[grade_id] in cell.source.replace("> ", "")
+        page = (course / "feedback" / sub.student / "transformers" / "transformers.html").read_text()
+        text = BeautifulSoup(page, "html.parser").get_text()
+        assert "For graders only" not in text and "Point guide" not in text, sub.student
+        for grade_id, probe in probes.items():
+            assert " ".join(probe.split()[:8]) not in " ".join(text.split()), (sub.student, grade_id)
+
+
+def test_blank_and_ungraded_answers_are_named(pipeline):
+    from nbgrader.api import Gradebook
+
+    course = pipeline["course"]
+    written = [c.metadata["nbgrader"]["grade_id"] for c in cohort.read(cohort.source_path(ROOT)).cells
+               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for grade_id in written:
+            comment = gb.find_comment(grade_id, "transformers", "transformers", "demo_untouched")
+            assert comment.auto_comment == "No answer written.", grade_id
+    assert "student demo_untouched, transformers.ipynb: blank written answer(s)" in pipeline["autograde"].stderr
+    for step in ("feedback", "export"):
+        log = pipeline[step].stderr
+        assert "not graded yet" in log and "demo_full_solution" in log and written[0] in log, f"{step}:\n{log[-2000:]}"

@@ -109,6 +109,25 @@ def test_guard_catches_student_data(published, tmp_path):
     assert "student id 's1234567'" in problems
 
 
+def test_guard_catches_the_graders_model_answers(published, tmp_path):
+    """The new path model answers take (coursekit.graders, inserted into autograded notebooks): caught by the cell's
+    mark, and by the answer's own lines, in a notebook and in rendered text alike."""
+    from coursekit.graders import model_answers
+
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    answers = model_answers(next((ROOT / "assignments").rglob("*.ipynb")))
+    assert len(answers) >= 5
+    grade_id, answer = max(answers.items(), key=lambda kv: len(kv[1]))
+    out = _planted(published, tmp_path)
+    cell = new_markdown_cell(answer, metadata={"coursekit": {"graders_only": True}})
+    (out / "student" / "book" / "answers.ipynb").write_text(json.dumps(new_notebook(cells=[cell])))
+    (out / "site" / "answers.md").write_text(answer)
+    problems = "\n".join(map(str, scan([out])))
+    assert "answers.ipynb: graders' model answers" in problems
+    assert "answers.md: solution/hidden-test line" in problems, f"{grade_id} answer not recognised as a secret"
+
+
 def test_student_ids_come_from_the_course(course_dir):
     (course_dir / "submitted" / "carol_k" / "transformers").mkdir(parents=True)
     assert "carol_k" in leaks.known_student_ids(Course.load(course_dir))
