@@ -151,8 +151,8 @@ class Submission:
                 cell.source = strip_markers(replace_region(by_id[gid].source, bodies[gid], root), root)
             elif gid in self.answers:
                 cell.source = self.answers[gid]
-            elif gid in solved:
-                cell.source = strip_markers(by_id[gid].source, root)
+            elif gid in solved:  # a written answer is the model answer without the graders' point guide
+                cell.source = re.split(r"\n+\*\*Point guide\*\*", strip_markers(by_id[gid].source, root))[0]
         if self.mutate is not None:
             self.mutate(nb)
         return nb

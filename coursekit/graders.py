@@ -100,9 +100,10 @@ class ModelAnswers(CoursePreprocessor):
                 blank.append(grade_id)
             note = "**No answer written.**\n\n" if empty else ""
             answer = answers.get(grade_id, "(no model answer in the source notebook)")
+            points = float(cell.metadata["nbgrader"]["points"])
             quoted = "\n".join(f"> {line}" if line else ">" for line in answer.split("\n"))
             cells.append(new_markdown_cell(
-                f"{note}> **{self.heading}** · `{grade_id}`, {cell.metadata['nbgrader']['points']:g} points\n>\n{quoted}",
+                f"{note}> **{self.heading}** · `{grade_id}`, {points:g} point{'' if points == 1 else 's'}\n>\n{quoted}",
                 metadata={"coursekit": {MARK: True}}))
         nb.cells = cells
         if blank:

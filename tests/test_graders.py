@@ -51,7 +51,7 @@ def test_the_model_answer_and_guide_sit_below_the_students_answer(course):
     inserted = nb.cells[1]
     assert is_graders_only(inserted) and "nbgrader" not in inserted.metadata
     assert "spread stays near 1" in inserted.source and "**Point guide.** 1 point" in inserted.source
-    assert "For graders only" in inserted.source and "`why_scale`, 1 points" in inserted.source
+    assert "For graders only" in inserted.source and "`why_scale`, 1 point\n" in inserted.source
     assert "No answer written" not in inserted.source
     assert nb.cells[0].source == "Because the softmax saturates."  # the student's work is untouched
     again, _ = ModelAnswers(config=course).preprocess(nb, RESOURCES)  # a second autograde adds no second copy

@@ -221,12 +221,17 @@ def test_graders_see_model_answers_students_never_do(pipeline):
         inserted = [c for c in graded.cells if is_graders_only(c)]
         assert len(inserted) == len(written), sub.student
         for cell, grade_id in zip(inserted, written):
-            assert f"`{grade_id}`" in cell.source and probes[grade_id] in cell.source.replace("> ", "")
+            unquoted = "\n".join(line[2:] if line.startswith("> ") else line.lstrip(">") for line in cell.source.split("\n"))
+            assert f"`{grade_id}`" in cell.source and probes[grade_id] in unquoted
         page = (course / "feedback" / sub.student / "transformers" / "transformers.html").read_text()
         text = BeautifulSoup(page, "html.parser").get_text()
-        assert "For graders only" not in text and "Point guide" not in text, sub.student
-        for grade_id, probe in probes.items():
-            assert " ".join(probe.split()[:8]) not in " ".join(text.split()), (sub.student, grade_id)
+        assert "For graders only" not in text, sub.student
+        # A demo student who "wrote" the model answer has it in their own cell; every other student must not see it.
+        mine = cohort.read(course / "submitted" / sub.student / "transformers" / "transformers.ipynb")
+        own = " ".join(" ".join(c.source for c in mine.cells).split())
+        shown = [g for g, probe in probes.items() if " ".join(probe.split()[:8]) in " ".join(text.split())
+                 and " ".join(probe.split()[:8]) not in own]
+        assert not shown, (sub.student, shown)
 
 
 def test_blank_and_ungraded_answers_are_named(pipeline):
@@ -243,3 +248,27 @@ def test_blank_and_ungraded_answers_are_named(pipeline):
     for step in ("feedback", "export"):
         log = pipeline[step].stderr
         assert "not graded yet" in log and "demo_full_solution" in log and written[0] in log, f"{step}:\n{log[-2000:]}"
+
+
+def test_the_demo_cohort_can_be_removed_from_a_real_gradebook(pipeline, tmp_path):
+    """`python -m coursekit cohort --remove`: demo students out of the gradebook and folders, real students kept."""
+    import shutil
+
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    shutil.copytree(pipeline["course"], course, symlinks=True)
+    real = cohort.Submission("s1234567", "a real student", solved="all")
+    real.write(course)
+    run([NBGRADER, "autograde", "transformers", "--student", "s1234567"], cwd=course, timeout=900)
+    proc = run([BIN / "python", "-m", "coursekit", "cohort", "--remove"], cwd=course)
+    demo = {s.student for s in cohort.demo_cohort(course)}
+    assert f"removed {len(demo)} demo student(s)" in proc.stdout
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        left = {s.id for s in gb.students}
+    assert "s1234567" in left and not (left & demo)
+    for step in ("submitted", "autograded", "feedback"):
+        assert not {p.name for p in (course / step).iterdir()} & demo, step
+    assert (course / "autograded" / "s1234567" / "transformers" / "transformers.ipynb").exists()
+    export = run([NBGRADER, "export", "--to", str(tmp_path / "after.csv")], cwd=course)
+    assert not any(d in (tmp_path / "after.csv").read_text() for d in demo), export.stderr
