@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import BIN, ROOT, run
 from coursekit import leaks, regions
 from coursekit.course import Course
 
@@ -43,12 +44,27 @@ def test_secrets_are_extracted_from_both_region_kinds():
 def test_student_tree_has_exactly_the_public_files(published):
     student = published / "student"
     top = sorted(p.name for p in student.iterdir())
-    assert top == sorted(["README.md", "book", "release", "environment.yml", "postBuild", "requirements.txt",
-                          "_config.yml", "_toc.yml"]), top
+    assert top == sorted(["README.md", "Makefile", "book", "release", "environment.yml", "postBuild",
+                          "requirements.txt", "_config.yml", "_toc.yml"]), top
+    assert not (student / "book" / "instructors.md").exists() and "instructors" not in (student / "_toc.yml").read_text()
     assert (student / "release" / "transformers" / "transformers.ipynb").exists()
     assert not list(student.rglob("*.db"))
     for forbidden in ("assignments", "submitted", "autograded", "feedback", "coursekit", "tests", "nbgrader_config.py"):
         assert not list(student.rglob(forbidden)), f"{forbidden} in the student tree"
+
+
+def test_make_book_works_in_the_student_tree(published, built_site, tmp_path):
+    """What the intro page tells a learner who clones the public branch: `make book` builds the site there (with the
+    course's environment standing in for the .venv it would create, and the chapters' cache, so nothing re-runs)."""
+    student = tmp_path / "student"
+    shutil.copytree(published / "student", student)
+    shutil.copytree(built_site["root"] / "_build" / ".jupyter_cache", student / "_build" / ".jupyter_cache")
+    proc = run(["make", "book", f"VENV={BIN.parent}"], cwd=student, timeout=900)
+    log = proc.stdout + proc.stderr
+    warnings = [line for line in log.splitlines() if re.search(r"(^|: )(WARNING|ERROR|CRITICAL):", line)]
+    assert not warnings, "\n".join(warnings[:10])
+    assert (student / "_build" / "html" / "book" / "homework.html").exists()
+    assert not (student / "_build" / "html" / "book" / "instructors.html").exists()
 
 
 def test_published_output_is_clean(published):
