@@ -34,6 +34,7 @@ import nbformat
 
 from . import ROOT, regions
 from .course import Course
+from .regions import nbgrader_meta
 
 DEF = re.compile(r"^def (\w+)\(", re.M)
 
@@ -60,10 +61,6 @@ def release_path(root: Path = ROOT) -> Path:
 
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
-
-
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
 
 
 def grade_id(cell) -> str | None:

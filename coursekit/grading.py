@@ -27,6 +27,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, Unicode
 
+from .regions import nbgrader_meta
+
 
 class CoursePreprocessor(Preprocessor):
     """A preprocessor that runs when listed (nbconvert's own are off by default, nbgrader's on)."""
@@ -63,7 +65,7 @@ def printable(text: str) -> str:
 def who(resources, index, cell=None) -> str:
     """'student S, N.ipynb, cell I (grade id)': how every log line names a submission's cell."""
     info = (resources or {}).get("nbgrader", {})
-    gid = (cell or {}).get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    gid = nbgrader_meta(cell or {}).get("grade_id")
     return f"student {info.get('student', '?')}, {info.get('notebook', '?')}.ipynb, cell {index}" + (
         f" ({gid})" if gid else "")
 

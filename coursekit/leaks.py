@@ -96,7 +96,7 @@ def is_graded_notebook(path: Path) -> bool:
     except ValueError:
         return False
     for cell in nb.get("cells", []):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = regions.nbgrader_meta(cell)
         if "score" in meta or "checksum" in meta and cell.get("outputs") and meta.get("grade"):
             return True
     return False

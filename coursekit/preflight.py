@@ -44,6 +44,7 @@ from pathlib import Path
 
 from . import CourseKitError, regions
 from .course import Course
+from .regions import nbgrader_meta
 
 OUT = "preflight"
 HUGE_BYTES = 5 * 1024 * 1024
@@ -90,8 +91,6 @@ class Result:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
 def _source(cell) -> str:
@@ -171,10 +170,10 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
     def flag(kind, action, message):
         problems.append(Problem(student, name, kind, action, message))
 
-    src_cells = {_meta(c)["grade_id"]: c for c in source.cells if _meta(c).get("grade_id")}
+    src_cells = {nbgrader_meta(c)["grade_id"]: c for c in source.cells if nbgrader_meta(c).get("grade_id")}
     positions: dict[str, list[int]] = {}
     for i, cell in enumerate(nb.cells):
-        gid = _meta(cell).get("grade_id")
+        gid = nbgrader_meta(cell).get("grade_id")
         if gid:
             positions.setdefault(gid, []).append(i)
     repaired = None
@@ -198,7 +197,7 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
         if cell.cell_type != ref.cell_type:
             flag("changed cell type", "flagged",
                  f"{gid!r} is a {cell.cell_type} cell, should be {ref.cell_type}: nbgrader restores the type")
-        meta, ref_meta = _meta(cell), _meta(ref)
+        meta, ref_meta = nbgrader_meta(cell), nbgrader_meta(ref)
         if ref_meta.get("locked") and not ref_meta.get("solution") and _source(cell).strip() != _strip_hidden(
                 _source(ref), hidden).strip():
             flag("edited test cell" if ref_meta.get("grade") else "edited read-only cell", "flagged",
@@ -206,10 +205,10 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
         if ref_meta.get("grade") and float(meta.get("points", -1)) != float(ref_meta.get("points", -1)):
             flag("changed points", "flagged", f"{gid!r}: nbgrader restores the points from the gradebook")
     code = []
-    supplied = {regions.normalise(line) for c in source.cells if not _meta(c).get("solution")
+    supplied = {regions.normalise(line) for c in source.cells if not nbgrader_meta(c).get("solution")
                 for line in _source(c).split("\n")}  # the course's own code, e.g. the training button's
     for i, cell in enumerate(nb.cells):
-        meta = _meta(cell)
+        meta = nbgrader_meta(cell)
         if cell.cell_type == "code" and not (meta.get("locked") and not meta.get("solution")):
             for line in suspicious_lines(_source(cell), supplied):
                 code.append(f"cell {i} ({meta.get('grade_id', 'added by the student' if not meta else '-')}) {line}")
@@ -233,7 +232,7 @@ def find_renamed(folder: Path, grade_ids: set[str], expected: str):
         nb, _ = _read(path.read_bytes())
         if nb is None:
             continue
-        hits = len(grade_ids & {_meta(c).get("grade_id") for c in nb.cells})
+        hits = len(grade_ids & {nbgrader_meta(c).get("grade_id") for c in nb.cells})
         if hits > best_hits:
             best, best_hits = (path, nb), hits
     return best
@@ -261,7 +260,7 @@ def run(course: Course, assignment: str, out: Path | None = None) -> Result:
         for src_path in notebooks:
             source = nbformat.read(str(src_path), as_version=4)
             name = src_path.name
-            grade_ids = {_meta(c)["grade_id"] for c in source.cells if _meta(c).get("grade_id")}
+            grade_ids = {nbgrader_meta(c)["grade_id"] for c in source.cells if nbgrader_meta(c).get("grade_id")}
             path = folder / name
             if not path.exists():
                 found = find_renamed(folder, grade_ids, name)

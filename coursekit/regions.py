@@ -19,6 +19,11 @@ def delimiters(config=None) -> dict[str, tuple[str, str]]:
             "hidden": (tests.begin_test_delimeter, tests.end_test_delimeter)}
 
 
+def nbgrader_meta(cell) -> dict:
+    """A cell's nbgrader metadata ({} for an ordinary cell); for its flags use ``nbgrader.utils.is_grade`` etc."""
+    return (cell.get("metadata") or {}).get("nbgrader") or {}
+
+
 def source_of(cell) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source
