@@ -53,3 +53,16 @@ def test_only_passive_output_types_reach_the_graded_notebook():
     outputs = nb.cells[0].outputs
     assert [o.get("data") for o in outputs] == [{"text/plain": "<HTML>"}, {"image/png": "iVBOR"}, None]
     assert "steal" not in str(outputs)
+
+
+def test_the_grade_summary_stays_aligned_with_long_student_ids():
+    from coursekit.grade import Result, Summary, report
+
+    results = [Result("s1", True, 4.0, score=20.0, max_score=36.0),
+               Result("a_very_long_student_identifier_from_an_lms_0001", True, 5.5, score=3.5, max_score=36.0),
+               Result("s3", False, 1.0, error="boom")]
+    table = report(Summary("transformers", 2, "sqlite:///gradebook.db", 10.0, results)).split("\n\n")[0].splitlines()
+    status, score_end = table[0].index("status"), table[0].index("score") + len("score")
+    for line in table[1:]:
+        assert line[status:].split()[0] in ("ok", "FAILED"), table
+        assert line[:score_end].split()[-1] in ("20.00", "3.50", "-") and line[score_end] == " ", table
