@@ -151,3 +151,17 @@ class SetClassifier(nn.Module):
         if self.encoder is not None:
             tokens = self.encoder(tokens, src_key_padding_mask=padding)
         return self.head(pool_valid_tokens(tokens, padding)).squeeze(-1)
+
+
+# --- from book/04_pooling_and_encoder.md ---
+import torch
+
+
+def sinusoidal_positions(n_positions, d):
+    """Fixed sinusoidal positional encodings (n_positions, d) of the original transformer; d must be even."""
+    position = torch.arange(n_positions, dtype=torch.float32)[:, None]
+    frequency = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)  # one per feature pair
+    encoding = torch.zeros(n_positions, d)
+    encoding[:, 0::2] = torch.sin(position * frequency)
+    encoding[:, 1::2] = torch.cos(position * frequency)
+    return encoding
