@@ -66,6 +66,8 @@ def matches(answer, expected, tolerance=1e-4):
 
     Tuples, lists and dicts are compared element by element; a tensor must have the expected shape and dtype kind.
     """
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1 and not isinstance(expected, torch.Tensor):
+        answer = answer.item()  # a one-element tensor counts as the number it holds
     if isinstance(expected, torch.Tensor):
         if not isinstance(answer, torch.Tensor) or answer.shape != expected.shape:
             return False

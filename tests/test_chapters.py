@@ -103,3 +103,93 @@ def test_figure_format_is_one_setting(tmp_path):
                        resources={"metadata": {"path": str(tmp_path)}}).execute()
         mime[fmt] = {k for o in nb.cells[1].outputs for k in o.get("data", {}) if k.startswith("image/")}
         assert mime[fmt] == {expected}, (fmt, mime[fmt])
+
+
+# --- "try it" cells ---------------------------------------------------------------------------------------------
+
+HOMEWORK_NAMES = ["def attention", "masked_mean", "accuracy(", "train_bpe_tokenizer", "tokens_per_word",
+                  "embedding_parameters"]
+SOLUTION = re.compile(r":::\{dropdown\} Solution\n```python\n(.*?)\n```\n:::", re.S)
+PLACEHOLDER = re.compile(r"^(my_\w+) = \.\.\.", re.M)
+
+
+def try_its(chapter: str) -> list[dict]:
+    """Each try-it: its learner cell, its check cell and the solution from the dropdown that follows them."""
+    cells = jupytext.read(ROOT / f"{chapter}.md").cells
+    found = []
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "code" and "try-it" in cell.metadata.get("tags", []):
+            check_cell, solution_md = cells[i + 1], cells[i + 2]
+            assert "try-it-check" in check_cell.metadata.get("tags", []), f"{chapter}: try-it without a check cell"
+            solution = SOLUTION.search(solution_md.source)
+            assert solution, f"{chapter}: try-it without a dropdown solution right after its check"
+            variable = PLACEHOLDER.search(cell.source)
+            assert variable, f"{chapter}: a try-it must leave `my_... = ...` for the learner"
+            found.append({"index": i, "cell": cell.source, "check": check_cell.source,
+                          "solution": solution.group(1), "variable": variable.group(1)})
+    return found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_has_two_try_its_that_are_not_homework(chapter):
+    items = try_its(chapter)
+    assert len(items) >= 2, f"{chapter}: {len(items)} try-it cells, at least 2 expected"
+    for item in items:
+        for name in HOMEWORK_NAMES:
+            assert name not in item["solution"], f"{chapter}: a try-it solution uses the homework's {name!r}"
+
+
+PERTURB = '''
+def _perturb(value):
+    """A wrong answer of the same kind: every element changed."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            return ~value
+        return value * 1.5 + 1 if value.is_floating_point() else value + 1
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 1.5 + 1
+    if isinstance(value, (tuple, list)):
+        return type(value)(_perturb(v) for v in value) if not isinstance(value, torch.Size) else tuple(
+            _perturb(v) for v in value)
+    if isinstance(value, str):
+        return value + "?"
+    raise TypeError(f"no wrong answer for {type(value)}")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_try_it_checks_reject_wrong_and_accept_right(chapter, tmp_path):
+    """Run the chapter; at every try-it, check the placeholder, the dropdown's solution and a perturbed answer."""
+    items = {item["index"]: item for item in try_its(chapter)}
+    source = jupytext.read(ROOT / f"{chapter}.md")
+    nb = nbformat.v4.new_notebook()
+    expect = {}  # cell index in nb -> the check's expected verdict
+    for i, cell in enumerate(source.cells):
+        if cell.cell_type != "code" or "try-it-check" in cell.metadata.get("tags", []):
+            continue
+        if "skip-execution" in cell.metadata.get("tags", []):
+            continue
+        if i not in items:
+            nb.cells.append(nbformat.v4.new_code_cell(cell.source))
+            if len(nb.cells) == 1:
+                nb.cells.append(nbformat.v4.new_code_cell(PERTURB))
+            continue
+        item = items[i]
+        steps = [(item["cell"], "Not tried yet"), (item["solution"], "Correct."),
+                 (f"{item['variable']} = _perturb({item['variable']})", "Not yet."), (item["solution"], "Correct.")]
+        for code, verdict in steps:
+            nb.cells.append(nbformat.v4.new_code_cell(code))
+            nb.cells.append(nbformat.v4.new_code_cell(item["check"]))
+            expect[len(nb.cells) - 1] = verdict
+    shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    for index, verdict in expect.items():
+        printed = "".join(o.get("text", "") for o in nb.cells[index].outputs)
+        assert printed.startswith(verdict), (
+            f"{chapter}: after\n{nb.cells[index - 1].source}\nthe check printed {printed!r}, expected {verdict!r}")
