@@ -2,6 +2,12 @@
 
 Regenerate with `python -m coursekit export`; each block names the chapter that teaches it.
 """
+import os
+
+# Idle OpenMP threads sleep instead of spinning, which avoids a large slowdown on a busy or 1-core machine. The
+# OpenMP runtime reads this once, when torch is first imported: hence here, before any block below imports torch,
+# and chapters import course_lib before torch.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 # --- from book/01_tokens_and_shapes.md ---
@@ -17,6 +23,82 @@ def make_sample(n, seed, max_tokens=8):
     y = (x[torch.arange(n), winner, 1] > 0).float()
     x = x.masked_fill(padding[:, :, None], 0)
     return x, padding, y
+
+
+# --- from book/01_tokens_and_shapes.md ---
+import matplotlib.pyplot as plt
+import torch
+
+THREADS = 1
+
+
+def setup_chapter(seed=0, figure_format="png"):
+    """Seeds, threads, printing and figure style: the one setup every chapter's first cell calls.
+
+    Threads: THREADS, i.e. one, in every chapter. Binder gives each user one core, the course's models are too small
+    to gain from a second thread, and a fixed count keeps results independent of the machine's number of cores (the
+    thread count changes the order of sums, which chapter 5 shows to matter).
+    `figure_format` ("png" or "svg") is the format of every figure a chapter draws.
+    """
+    torch.manual_seed(seed)
+    torch.set_num_threads(THREADS)
+    torch.set_printoptions(precision=4, sci_mode=False)
+    plt.rcParams.update({
+        "figure.facecolor": "white", "savefig.facecolor": "white", "axes.facecolor": "white",
+        "image.cmap": "viridis", "figure.dpi": 100, "font.size": 10,
+    })
+    from IPython import get_ipython
+
+    if get_ipython() is not None:  # in a notebook: the inline backend draws every figure in this format
+        from matplotlib_inline.config import InlineBackend
+
+        InlineBackend.instance().figure_formats = {figure_format}
+
+
+# --- from book/01_tokens_and_shapes.md ---
+import math
+
+import torch
+
+
+def matches(answer, expected, tolerance=1e-4):
+    """True if `answer` equals `expected`: floats and float tensors within `tolerance`, everything else exactly.
+
+    Tuples, lists and dicts are compared element by element; a tensor must have the expected shape and dtype kind.
+    """
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1 and not isinstance(expected, torch.Tensor):
+        answer = answer.item()  # a one-element tensor counts as the number it holds
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(answer, torch.Tensor) or answer.shape != expected.shape:
+            return False
+        if expected.is_floating_point():
+            return answer.is_floating_point() and torch.allclose(
+                answer.double(), expected.double(), rtol=tolerance, atol=tolerance)
+        return not answer.is_floating_point() and torch.equal(answer.long(), expected.long())
+    if isinstance(expected, bool) or isinstance(answer, bool):
+        return isinstance(answer, bool) and answer == expected
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        return isinstance(answer, int) and answer == expected
+    if isinstance(expected, float):
+        return isinstance(answer, (int, float)) and math.isclose(answer, expected, rel_tol=tolerance,
+                                                                 abs_tol=tolerance)
+    if isinstance(expected, (tuple, list, torch.Size)):
+        return (isinstance(answer, (tuple, list, torch.Size)) and len(answer) == len(expected)
+                and all(matches(a, e, tolerance) for a, e in zip(answer, expected)))
+    if isinstance(expected, dict):
+        return (isinstance(answer, dict) and answer.keys() == expected.keys()
+                and all(matches(answer[k], expected[k], tolerance) for k in expected))
+    return answer == expected
+
+
+def check(answer, expected, hint=""):
+    """Answer a "try it" cell at once. The placeholder `...` means "not tried yet" and is never an error."""
+    if answer is ...:
+        print("Not tried yet: replace the `...` in the cell above with your answer, then run both cells.")
+    elif matches(answer, expected):
+        print("Correct.")
+    else:
+        print("Not yet." + (f" Hint: {hint}" if hint else "") + " The solution is in the dropdown below.")
 
 
 # --- from book/02_attention.md ---
@@ -71,3 +153,17 @@ class SetClassifier(nn.Module):
         if self.encoder is not None:
             tokens = self.encoder(tokens, src_key_padding_mask=padding)
         return self.head(pool_valid_tokens(tokens, padding)).squeeze(-1)
+
+
+# --- from book/04_pooling_and_encoder.md ---
+import torch
+
+
+def sinusoidal_positions(n_positions, d):
+    """Fixed sinusoidal positional encodings (n_positions, d) of the original transformer; d must be even."""
+    position = torch.arange(n_positions, dtype=torch.float32)[:, None]
+    frequency = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)  # one per feature pair
+    encoding = torch.zeros(n_positions, d)
+    encoding[:, 0::2] = torch.sin(position * frequency)
+    encoding[:, 1::2] = torch.cos(position * frequency)
+    return encoding

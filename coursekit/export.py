@@ -20,6 +20,12 @@ HEADER = '''"""Code exported from the chapters' `# @save` cells. Generated: do n
 
 Regenerate with `python -m coursekit export`; each block names the chapter that teaches it.
 """
+import os
+
+# Idle OpenMP threads sleep instead of spinning, which avoids a large slowdown on a busy or 1-core machine. The
+# OpenMP runtime reads this once, when torch is first imported: hence here, before any block below imports torch,
+# and chapters import course_lib before torch.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 '''
 CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 

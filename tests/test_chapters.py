@@ -1,0 +1,195 @@
+"""Chapter sources: one setup call, the course library's policy, and "try it" cells whose checks really check."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import shutil
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+from nbclient import NotebookClient
+
+from conftest import ROOT
+
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" for c in part["chapters"]]
+
+
+def code_cells(chapter: str) -> list:
+    return [c for c in jupytext.read(ROOT / f"{chapter}.md").cells if c.cell_type == "code"]
+
+
+def load_course_lib(tmp_path):
+    """Import a copy of book/course_lib.py (importing the original would write its bytecode into the tree)."""
+    copy = shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
+    spec = importlib.util.spec_from_file_location("course_lib_under_test", copy)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- one setup --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_setup_cell_is_imports_then_one_call(chapter):
+    """The first cell is collapsed on the site, imports course_lib before torch, and makes exactly one call."""
+    first = code_cells(chapter)[0]
+    assert "hide-input" in first.metadata.get("tags", []), f"{chapter}: the setup cell is not tagged hide-input"
+    tree = ast.parse(first.source)
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    others = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert isinstance(imports[0], ast.ImportFrom) and imports[0].module == "course_lib", (
+        f"{chapter}: course_lib must be imported first (it sets the OpenMP wait policy before torch loads)")
+    assert len(others) == 1 and ast.unparse(others[0]) == "setup_chapter()", (
+        f"{chapter}: after the imports the setup cell must only call setup_chapter(), found "
+        f"{[ast.unparse(n) for n in others]}")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_chapter_sets_its_own_policy(chapter):
+    """Threads, seeds-at-start, rcParams and the OpenMP variable are set in course_lib, not pasted into chapters.
+
+    Chapter 5 is the one exception: it measures what another thread count does, and restores the policy after.
+    """
+    for cell in code_cells(chapter):
+        if cell.source.lstrip().startswith("# @save"):
+            continue  # the library itself (chapter 1 teaches setup_chapter)
+        assert "OMP_WAIT_POLICY" not in cell.source and "rcParams.update" not in cell.source, chapter
+        if "set_num_threads" in cell.source:
+            assert chapter.endswith("05_training"), f"{chapter} sets a thread count"
+            assert "torch.set_num_threads(policy_threads)" in cell.source, "chapter 5 must restore the policy"
+
+
+def test_course_lib_sets_the_wait_policy_before_importing_torch():
+    lines = (ROOT / "book" / "course_lib.py").read_text().splitlines()
+    policy = next(i for i, line in enumerate(lines) if 'os.environ.setdefault("OMP_WAIT_POLICY"' in line)
+    first_torch = next(i for i, line in enumerate(lines) if re.match(r"\s*(import torch|from torch)", line))
+    assert policy < first_torch
+
+
+def test_setup_chapter_applies_the_policy_outside_a_notebook(tmp_path):
+    import matplotlib.pyplot as plt
+    import torch
+
+    course_lib = load_course_lib(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        course_lib.setup_chapter()  # no IPython here: must not fail
+        assert torch.get_num_threads() == course_lib.THREADS == 1
+        assert plt.rcParams["figure.facecolor"] == "white" and plt.rcParams["image.cmap"] == "viridis"
+        a = torch.rand(3)
+        course_lib.setup_chapter()
+        assert torch.equal(a, torch.rand(3)), "setup_chapter() must seed the global generator"
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.slow
+def test_figure_format_is_one_setting(tmp_path):
+    """setup_chapter(figure_format=...) decides the MIME type of every figure a chapter shows."""
+    shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
+    mime = {}
+    for fmt, expected in [("png", "image/png"), ("svg", "image/svg+xml")]:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(f"from course_lib import setup_chapter\n"
+                                              f"import matplotlib.pyplot as plt\n"
+                                              f"setup_chapter(figure_format={fmt!r})"),
+                    nbformat.v4.new_code_cell("fig, ax = plt.subplots()\nax.plot([0, 1])\nplt.show()")]
+        NotebookClient(nb, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+        mime[fmt] = {k for o in nb.cells[1].outputs for k in o.get("data", {}) if k.startswith("image/")}
+        assert mime[fmt] == {expected}, (fmt, mime[fmt])
+
+
+# --- "try it" cells ---------------------------------------------------------------------------------------------
+
+HOMEWORK_NAMES = ["def attention", "masked_mean", "accuracy(", "train_bpe_tokenizer", "tokens_per_word",
+                  "embedding_parameters"]
+SOLUTION = re.compile(r":::\{dropdown\} Solution\n```python\n(.*?)\n```\n:::", re.S)
+PLACEHOLDER = re.compile(r"^(my_\w+) = \.\.\.", re.M)
+
+
+def try_its(chapter: str) -> list[dict]:
+    """Each try-it: its learner cell, its check cell and the solution from the dropdown that follows them."""
+    cells = jupytext.read(ROOT / f"{chapter}.md").cells
+    found = []
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "code" and "try-it" in cell.metadata.get("tags", []):
+            check_cell, solution_md = cells[i + 1], cells[i + 2]
+            assert "try-it-check" in check_cell.metadata.get("tags", []), f"{chapter}: try-it without a check cell"
+            solution = SOLUTION.search(solution_md.source)
+            assert solution, f"{chapter}: try-it without a dropdown solution right after its check"
+            variable = PLACEHOLDER.search(cell.source)
+            assert variable, f"{chapter}: a try-it must leave `my_... = ...` for the learner"
+            found.append({"index": i, "cell": cell.source, "check": check_cell.source,
+                          "solution": solution.group(1), "variable": variable.group(1)})
+    return found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_has_two_try_its_that_are_not_homework(chapter):
+    items = try_its(chapter)
+    assert len(items) >= 2, f"{chapter}: {len(items)} try-it cells, at least 2 expected"
+    for item in items:
+        for name in HOMEWORK_NAMES:
+            assert name not in item["solution"], f"{chapter}: a try-it solution uses the homework's {name!r}"
+
+
+PERTURB = '''
+def _perturb(value):
+    """A wrong answer of the same kind: every element changed."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            return ~value
+        return value * 1.5 + 1 if value.is_floating_point() else value + 1
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 1.5 + 1
+    if isinstance(value, (tuple, list)):
+        return type(value)(_perturb(v) for v in value) if not isinstance(value, torch.Size) else tuple(
+            _perturb(v) for v in value)
+    if isinstance(value, str):
+        return value + "?"
+    raise TypeError(f"no wrong answer for {type(value)}")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_try_it_checks_reject_wrong_and_accept_right(chapter, tmp_path):
+    """Run the chapter; at every try-it, check the placeholder, the dropdown's solution and a perturbed answer."""
+    items = {item["index"]: item for item in try_its(chapter)}
+    source = jupytext.read(ROOT / f"{chapter}.md")
+    nb = nbformat.v4.new_notebook()
+    expect = {}  # cell index in nb -> the check's expected verdict
+    for i, cell in enumerate(source.cells):
+        if cell.cell_type != "code" or "try-it-check" in cell.metadata.get("tags", []):
+            continue
+        if "skip-execution" in cell.metadata.get("tags", []):
+            continue
+        if i not in items:
+            nb.cells.append(nbformat.v4.new_code_cell(cell.source))
+            if len(nb.cells) == 1:
+                nb.cells.append(nbformat.v4.new_code_cell(PERTURB))
+            continue
+        item = items[i]
+        steps = [(item["cell"], "Not tried yet"), (item["solution"], "Correct."),
+                 (f"{item['variable']} = _perturb({item['variable']})", "Not yet."), (item["solution"], "Correct.")]
+        for code, verdict in steps:
+            nb.cells.append(nbformat.v4.new_code_cell(code))
+            nb.cells.append(nbformat.v4.new_code_cell(item["check"]))
+            expect[len(nb.cells) - 1] = verdict
+    shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    for index, verdict in expect.items():
+        printed = "".join(o.get("text", "") for o in nb.cells[index].outputs)
+        assert printed.startswith(verdict), (
+            f"{chapter}: after\n{nb.cells[index - 1].source}\nthe check printed {printed!r}, expected {verdict!r}")
