@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PYTEST_ARGS ?= -n 2 --dist loadgroup  # two workers; see tests/conftest.py
+PYTEST_ARGS ?= -n 2 --dist loadfile  # two pytest-xdist workers; a test module stays on one worker
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Notebooks the book executes (MyST files with a kernel) and its per-notebook time limit, read from the book itself.

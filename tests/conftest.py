@@ -16,18 +16,6 @@ BIN = Path(sys.executable).parent
 ASSIGNMENT = "transformers"
 BROKEN = "demo_unreadable_file"
 
-# `make test` runs the suite on two pytest-xdist workers (--dist loadgroup). Each test module stays on one worker
-# (its module fixtures are built once), and so do all the tests that share a session fixture.
-SHARED_FIXTURES = {"built_site": "site", "demo_reference": "grading", "course_snapshot": "grading"}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            shared = [group for name, group in SHARED_FIXTURES.items() if name in item.fixturenames]
-            item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.module.__name__))
-
 
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
     """Run a command, returning CompletedProcess; on failure show its output in the assertion."""

@@ -271,10 +271,16 @@ def test_homework_release_notebook_opens_from_its_launch_path(binder):
     lab = binder["lab"]
     for nb in notebooks:
         rel = nb.relative_to(binder["course"]).as_posix()
+        expected = sum(1 for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
         page = _open(binder["context"], lab, f"lab/tree/{rel}")
         try:
-            state = page.evaluate(NOTEBOOK_STATE)
-            assert state and not state["editor"] and state["code_cells"] > 0, state
+            # The tab opens before JupyterLab has rendered the cells: wait for all of them, then for the kernel.
+            try:
+                page.wait_for_function(f"() => {{ const s = ({NOTEBOOK_STATE})(); return s && !s.editor && "
+                                       f"s.code_cells === {expected}; }}", timeout=120_000, polling=250)
+            except Exception:
+                raise AssertionError(f"waited for {expected} rendered code cells of {rel}; saw "
+                                     f"{page.evaluate(NOTEBOOK_STATE)}") from None
             _wait_for_kernel_idle(page)
             assert page.evaluate(NOTEBOOK_STATE)["kernel"].startswith("Python 3")
         finally:
