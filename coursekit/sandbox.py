@@ -144,16 +144,17 @@ class GradingSandbox(LoggingConfigurable):
                 "--uid", "1000", "--gid", "1000", "--hostname", "grading", "--cap-drop", "ALL",
                 "--info-fd", str(info_fd),
                 *self._system_binds()]
-        for prefix in python:
-            args += ["--ro-bind", str(prefix), str(prefix)]
-        if str(Path(sys.prefix).resolve()) != sys.prefix:
-            args += ["--symlink", str(Path(sys.prefix).resolve()), sys.prefix]
         args += ["--ro-bind", str(private / "passwd"), "/etc/passwd", "--ro-bind", str(private / "group"), "/etc/group",
                  "--proc", "/proc", "--dev", "/dev",
                  "--size", str(self.tmp_size_mb << 20), "--tmpfs", "/dev/shm",
                  "--size", str(self.tmp_size_mb << 20), "--tmpfs", "/tmp",
-                 "--size", str(self.tmp_size_mb << 20), "--tmpfs", home,
-                 "--bind", str(private), str(private),
+                 "--size", str(self.tmp_size_mb << 20), "--tmpfs", home]
+        # After the private /tmp: an environment that lives under /tmp (a CI clone) stays visible.
+        for prefix in python:
+            args += ["--ro-bind", str(prefix), str(prefix)]
+        if str(Path(sys.prefix).resolve()) != sys.prefix:
+            args += ["--symlink", str(Path(sys.prefix).resolve()), sys.prefix]
+        args += ["--bind", str(private), str(private),
                  "--bind", workdir, workdir, "--chdir", workdir]
         if self.guard:
             args += ["--ro-bind", str(GUARD), GUARD_IN_SANDBOX]
