@@ -22,7 +22,7 @@ help:
 	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
 	@echo "make clean    remove _build"
 	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
-	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner); see bench/README.md"
+	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml coursekit/kernelspec/kernel.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,7 +33,20 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml c
 	$(BIN)/jupyter kernelspec install --sys-prefix --name course-grading coursekit/kernelspec >/dev/null
 	touch $(STAMP)
 
-book: $(STAMP)
+# Node packages (package-lock.json): katex renders the site's math at build time; lighthouse (a dev dependency) is
+# for `make bench` only.
+KATEX      := node_modules/katex/package.json
+LIGHTHOUSE := node_modules/.bin/lighthouse
+
+$(KATEX): package.json package-lock.json
+	npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	touch $(KATEX)
+
+$(LIGHTHOUSE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(LIGHTHOUSE) $(KATEX)
+
+book: $(STAMP) $(KATEX)
 	$(MAKE) --no-print-directory cache
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
@@ -44,7 +57,7 @@ cache:
 	yes | $(BIN)/jcache notebook -p $(CACHE) add --reader myst_nb_md $(NOTEBOOKS) >/dev/null
 	$(BIN)/jcache project -p $(CACHE) execute --executor $(EXECUTOR) --timeout $(EXEC_TIMEOUT) --verbosity WARNING
 
-test: $(STAMP)
+test: $(STAMP) $(KATEX)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
@@ -59,7 +72,9 @@ publish: book
 grade: $(STAMP)
 	$(BIN)/python -m coursekit grade transformers --jobs $(JOBS)
 
-bench: $(STAMP)
+bench: $(STAMP) $(LIGHTHOUSE)
 	$(BIN)/python bench/bench_site.py
 	$(BIN)/python bench/bench_autograde.py
 	$(BIN)/python bench/bench_learner.py
+	$(MAKE) --no-print-directory book
+	$(BIN)/python bench/bench_reader.py

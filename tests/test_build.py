@@ -8,7 +8,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from conftest import BIN, ROOT, run
+from conftest import BIN, ROOT, link_node_modules, run
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +102,7 @@ def test_a_raising_chapter_fails_the_build_naming_it(tmp_path):
     """A cell error stops the build, and the message names the chapter that raised."""
     book = tmp_path / "book"
     (book / "book").mkdir(parents=True)
+    link_node_modules(book)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["sphinx"]["config"]["html_static_path"] = []
     (book / "_config.yml").write_text(yaml.safe_dump(config))

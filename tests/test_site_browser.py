@@ -22,17 +22,14 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTER = re.compile(r"^book/\d\d_[a-z0-9_]+\.html$")
 BLOCKING_IMPACTS = ("serious", "critical")
 
-WAIT_FOR_MATHJAX = """async () => {
-    if (!window.MathJax || !window.MathJax.startup) return 'no-mathjax';
-    await window.MathJax.startup.promise;
-    return 'typeset';
-}"""
+# Math is rendered when the site is built (KaTeX); the page only has to load KaTeX's fonts.
+WAIT_FOR_FONTS = """async () => { await document.fonts.ready; return document.fonts.status; }"""
 
 # Text the reader sees in the article, with code, scripts and typeset math taken out: no TeX may be left in it.
 VISIBLE_PROSE = """() => {
     const article = document.querySelector('main') || document.body;
     const clone = article.cloneNode(true);
-    clone.querySelectorAll('pre, code, script, style, mjx-container, .highlight, textarea')
+    clone.querySelectorAll('pre, code, script, style, .katex, .highlight, textarea')
          .forEach(el => el.remove());
     return clone.innerText;
 }"""
@@ -40,8 +37,11 @@ VISIBLE_PROSE = """() => {
 MATH_STATE = """() => {
     const math = [...document.querySelectorAll('main .math')];
     return {math: math.length,
-            unrendered: math.filter(el => !el.querySelector('mjx-container')).map(el => el.textContent.slice(0, 80)),
-            mjx: document.querySelectorAll('mjx-container').length};
+            unrendered: math.filter(el => !el.querySelector('.katex .katex-html')).map(el => el.textContent.slice(0, 80)),
+            katex: document.querySelectorAll('main .katex').length,
+            katex_fonts: [...document.fonts].filter(f => f.family.startsWith('KaTeX') && f.status === 'loaded').length,
+            scripts: [...document.scripts].map(s => s.src).filter(src => /mathjax|katex|tex-chtml|tex-svg/i.test(src)),
+            runtime: ['MathJax', 'katex', 'renderMathInElement'].filter(name => name in window)};
 }"""
 
 IMAGES = """() => [...document.querySelectorAll('img')].map(img => {
@@ -98,7 +98,7 @@ def _png_is_opaque(path: Path) -> bool:
 
 def _settle(page) -> str:
     page.wait_for_load_state("load")
-    state = page.evaluate(WAIT_FOR_MATHJAX)
+    state = page.evaluate(WAIT_FOR_FONTS)
     page.wait_for_load_state("networkidle")
     return state
 
@@ -119,13 +119,13 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     # Light mode first: "auto" (a first visit) resolves to light in headless Chromium, and each dark pass below
     # ends by choosing light again. Routing disables the HTTP cache, so this visit's bytes are a cold visit's.
     page.goto(base + rel, wait_until="load")
-    mathjax = _settle(page)
+    fonts = _settle(page)
     transferred = 0
     for request in finished:
         sizes = request.sizes()
         transferred += sizes["responseBodySize"] + sizes["responseHeadersSize"]
     record = {
-        "page": rel, "final_url": page.url, "mathjax": mathjax, "bytes": transferred, "requests": len(finished),
+        "page": rel, "final_url": page.url, "fonts": fonts, "bytes": transferred, "requests": len(finished),
         "math": page.evaluate(MATH_STATE), "prose": page.evaluate(VISIBLE_PROSE), "images": page.evaluate(IMAGES),
         "launch_links": page.eval_on_selector_all("a[href*='mybinder.org']", "els => els.map(e => e.href)"),
         "thebe_button": page.locator(".btn-launch-thebe, .thebe-launch-button").count(),
@@ -201,16 +201,20 @@ def test_no_request_leaves_the_local_server(site_visits):
     assert all(rec["bytes"] > 0 and rec["requests"] > 0 for rec in site_visits["pages"].values())
 
 
-def test_math_is_rendered_and_no_raw_tex_is_left(site_visits):
+def test_math_is_rendered_at_build_time_and_no_raw_tex_is_left(site_visits):
+    """Every formula arrives as KaTeX's HTML, drawn with KaTeX's fonts; no page runs a math script."""
     pages = site_visits["pages"]
-    rendered = [rel for rel, rec in pages.items() if rec["math"]["mjx"] > 0]
-    assert any(CHAPTER.match(rel) for rel in rendered), f"no chapter has typeset math: {sorted(pages)}"
+    rendered = [rel for rel, rec in pages.items() if rec["math"]["katex"] > 0]
+    assert any(CHAPTER.match(rel) for rel in rendered), f"no chapter has rendered math: {sorted(pages)}"
     problems = {}
     for rel, rec in pages.items():
-        if rec["math"]["unrendered"]:
-            problems[rel] = f"math not typeset: {rec['math']['unrendered'][:3]}"
-        if rec["math"]["math"] and rec["mathjax"] != "typeset":
-            problems[rel] = "page has math but MathJax did not load"
+        math = rec["math"]
+        if math["unrendered"]:
+            problems[rel] = f"math not rendered: {math['unrendered'][:3]}"
+        if math["scripts"] or math["runtime"]:
+            problems[rel] = f"a math script runs in the browser: {math['scripts']} {math['runtime']}"
+        if math["katex"] and not math["katex_fonts"]:
+            problems[rel] = "page has math but no KaTeX font loaded"
         raw = re.findall(r"\$\$?[^$\n]{1,80}\$\$?|\\\(.{1,80}?\\\)|\\\[.{1,80}?\\\]", rec["prose"])
         if raw:
             problems[rel] = f"raw TeX in the text: {raw[:3]}"
