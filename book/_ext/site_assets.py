@@ -5,33 +5,59 @@
    This extension points sphinxcontrib-katex at that package, and serves its stylesheet and fonts (woff2 only,
    which every browser we support reads) from ``_static/katex/`` instead of a CDN: the reader's browser runs no
    math script at all, and the site works offline.
-2. **Only what a page uses.** Pages without math do not load the math stylesheets.
-3. **Duplicates dropped.** Sphinx 7.4 re-adds inline scripts registered after ``Builder.init()`` (sphinx-thebe's
+2. **Icons without Font Awesome's script.** book/_templates/layout.html drops the theme's 1.49 MB fontawesome.js;
+   the theme's stylesheet draws the same icons (``<i class="fa-solid fa-rocket">``) with Font Awesome's webfont.
+   Here we serve that font reduced to the glyphs the built pages name, and those the stylesheets draw themselves
+   (admonition icons, ...): a few KB instead of ~270 KB. ``icons.css``
+   re-declares each of the theme's Font Awesome faces with a subset made by fontTools from the theme's own font.
+3. **Only what a page uses.** Pages without math do not load the math stylesheets.
+4. **Duplicates dropped.** Sphinx 7.4 re-adds inline scripts registered after ``Builder.init()`` (sphinx-thebe's
    ``const THEBE_JS_URL = ...``, sphinx-togglebutton's selector) a second time, once as ``_JavaScript(None)``
    and once as ``_JavaScript('')``. The second ``const`` is a SyntaxError in every page's console
    ("Identifier 'THEBE_JS_URL' has already been declared"). We drop exact duplicates before rendering.
 
 Everything here goes through Sphinx's documented events (``config-inited``, ``builder-inited``,
 ``html-page-context``, ``build-finished``) and config values; the page-context lists are restored by Sphinx after
-each page, so removing an asset there affects that page only.
+each page, so removing an asset there affects that page only. Generated files go to a temporary folder added to
+``html_static_path`` (Sphinx copies it into ``_static/``), and the icon fonts, which depend on every page, are
+written into ``_static/icons/`` when the build has finished.
 """
 from __future__ import annotations
 
+import atexit
+import html
 import re
 import shutil
+import socket
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 KATEX_STATIC = "katex"  # the folder in _static/ that holds KaTeX's stylesheet and fonts
 KATEX_CSS = f"{KATEX_STATIC}/katex.min.css"
 # sphinxcontrib-katex's own small stylesheet (equation numbers, scrolling of wide equations), and ours
 # (book/_static/math.css: wide equations scroll instead of being cut off on the left)
 MATH_STYLESHEETS = (KATEX_CSS, "katex-math.css", "math.css")
+ICONS = "icons"  # the folder in _static/ that holds icons.css and the reduced Font Awesome fonts
+ICONS_CSS = f"{ICONS}/icons.css"
+THEME_CSS = "styles/pydata-sphinx-theme.css"  # in the theme's static folder: Font Awesome's CSS and @font-face rules
+FONT_FACE = re.compile(r"@font-face\{([^}]*Font Awesome[^}]*)\}")
+ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"\\([0-9a-f]+)"\}')
+ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{4,6})")
+PRIVATE_USE = (0xE000, 0xF8FF)  # where Font Awesome's glyphs live
 # In KaTeX's CSS each font is `url(fonts/X.woff2) format("woff2"),url(fonts/X.woff) format("woff"),url(...ttf)...`
 OLDER_FONT_FORMATS = re.compile(r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)')
+# sphinxcontrib-katex renders with throwOnError false: a formula KaTeX cannot parse becomes this red span.
+KATEX_ERROR = re.compile(r'<span class="katex-error" title="([^"]*)"[^>]*>(.*?)</span>', re.S)
+KATEX_SERVER_START_SECONDS = 60
 
 
 def katex_package(confdir: str | Path) -> Path:
@@ -56,21 +82,154 @@ def _configure_katex(app, config):
     config.katex_css_path = KATEX_CSS
 
 
-def _stage_katex_static(app):
-    """KaTeX's stylesheet (reduced to woff2 sources) and woff2 fonts, in a folder added to html_static_path."""
-    if not _uses_katex(app) or app.builder.format != "html":
+def _start_katex_server(app):
+    """Start sphinxcontrib-katex's render server, retrying the first connection; hand it to sphinxcontrib-katex.
+
+    Workaround for sphinxcontrib-katex 0.9.11, whose own start connects as soon as the server's Unix socket file
+    exists: Node creates that file (bind) an instant before it listens, so on a busy machine the connection is
+    now and then refused, the build fails with ConnectionRefusedError, and the server process is left running.
+    We run the same command (``KaTeXServer.build_command``) and set the class's ``katex_server``, which
+    sphinxcontrib-katex then uses for every formula; tests/test_build.py checks the handover.
+    """
+    if not (_uses_katex(app) and app.config.katex_prerender):
         return
+    from sphinxcontrib.katex import KaTeXServer
+
+    if KaTeXServer.katex_server is not None:
+        return
+    rundir = Path(tempfile.mkdtemp(prefix="site-assets-katex-server-"))
+    path = rundir / "katex.sock"
+    process = subprocess.Popen(KaTeXServer.build_command(socket=path), cwd=rundir, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE)
+    deadline = time.monotonic() + KATEX_SERVER_START_SECONDS
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                process.wait()
+                shutil.rmtree(rundir, ignore_errors=True)
+                raise ExtensionError(f"the KaTeX render server did not start (exit code {process.returncode}): "
+                                     "is `node` on PATH?") from None
+            time.sleep(0.01)
+    server = KaTeXServer(rundir, process, sock)
+    KaTeXServer.katex_server = server
+    atexit.register(server.terminate)
+
+
+def _stage_static(app):
+    """Generated static files (icons.css; KaTeX's stylesheet and fonts) in a folder added to html_static_path."""
+    if app.builder.format != "html":
+        return
+    staging = Path(tempfile.mkdtemp(prefix="site-assets-"))
+    app.config.html_static_path.append(str(staging))
+    app._site_assets_staging = staging  # noqa: SLF001 - our own attribute, removed at build-finished
+    _stage_icons_css(app, staging)
+    if _uses_katex(app):
+        _stage_katex(app, staging)
+
+
+def _stage_katex(app, staging: Path):
+    """KaTeX's stylesheet (reduced to woff2 sources) and woff2 fonts; our math.css."""
     dist = katex_package(app.confdir) / "dist"
-    staging = Path(tempfile.mkdtemp(prefix="site-assets-katex-"))
     target = staging / KATEX_STATIC
     (target / "fonts").mkdir(parents=True)
     css = OLDER_FONT_FORMATS.sub("", (dist / "katex.min.css").read_text(encoding="utf-8"))
     (target / "katex.min.css").write_text(css, encoding="utf-8")
     for font in sorted((dist / "fonts").glob("*.woff2")):
         shutil.copy2(font, target / "fonts" / font.name)
-    app.config.html_static_path.append(str(staging))
     app.add_css_file("math.css")
-    app._site_assets_staging = staging  # noqa: SLF001 - our own attribute, removed at build-finished
+
+
+def _theme_stylesheet(app) -> Path:
+    """pydata-sphinx-theme's stylesheet, found through the theme's folders (sphinx-book-theme inherits it)."""
+    for folder in app.builder.theme.get_theme_dirs():
+        if (Path(folder) / "static" / THEME_CSS).is_file():
+            return Path(folder) / "static" / THEME_CSS
+    raise ExtensionError(f"no theme folder has static/{THEME_CSS}: the theme no longer ships Font Awesome's CSS "
+                         "the way book/_ext/site_assets.py expects")
+
+
+def font_faces(theme_css: Path) -> list[dict]:
+    """The theme's Font Awesome faces: {"family", "weight", "ttf" (Path)} for each @font-face."""
+    faces = []
+    for body in FONT_FACE.findall(theme_css.read_text(encoding="utf-8")):
+        props = dict(part.split(":", 1) for part in body.split(";") if ":" in part)
+        ttf = re.search(r"url\(([^)]+\.ttf)\)", props["src"])
+        faces.append({"family": props["font-family"].replace("\\", "").strip(), "weight": props["font-weight"],
+                      "ttf": (theme_css.parent / ttf.group(1)).resolve(), "file": Path(ttf.group(1)).stem + ".woff"})
+    if not faces:
+        raise ExtensionError(f"{theme_css}: no Font Awesome @font-face rule found")
+    return faces
+
+
+def icon_codepoints(theme_css: Path) -> dict[str, int]:
+    """{"fa-rocket": 0xf135, ...}: each icon class of the theme's stylesheet and the glyph it draws."""
+    icons = {}
+    for selectors, code in ICON_RULE.findall(theme_css.read_text(encoding="utf-8")):
+        for selector in selectors.split(","):
+            if selector:
+                icons[selector.removeprefix(".").removesuffix(":before")] = int(code, 16)
+    return icons
+
+
+def _stage_icons_css(app, staging: Path):
+    faces = font_faces(_theme_stylesheet(app))
+    (staging / ICONS).mkdir()
+    rules = [f'@font-face{{font-display:block;font-family:"{f["family"]}";font-style:normal;'
+             f'font-weight:{f["weight"]};src:url({f["file"]}) format("woff")}}' for f in faces]
+    (staging / ICONS_CSS).write_text(
+        "/* Font Awesome Free (icons CC BY 4.0, fonts SIL OFL 1.1: https://fontawesome.com/license/free), reduced "
+        "to the icons this site uses by book/_ext/site_assets.py. */\n" + "\n".join(rules) + "\n", encoding="utf-8")
+    app.add_css_file(ICONS_CSS)
+
+
+def icons_used(html_dir: Path, known: dict[str, int]) -> set[str]:
+    """The icon classes that the built pages name."""
+    used = set()
+    for page in html_dir.rglob("*.html"):
+        if not page.relative_to(html_dir).parts[0].startswith(("_static", "_sources")):
+            used |= {name for name in ICON_CLASS.findall(page.read_text(encoding="utf-8")) if name in known}
+    return used
+
+
+def glyphs_in_stylesheets(static_dir: Path) -> set[int]:
+    """Icon glyphs the stylesheets draw themselves (the theme's admonition, link and dropdown icons): characters of
+    Unicode's private use area, written as such or as a CSS escape, outside Font Awesome's per-class rules."""
+    codepoints = set()
+    for css in static_dir.rglob("*.css"):
+        text = ICON_RULE.sub("", css.read_text(encoding="utf-8"))
+        codepoints |= {ord(c) for c in text if PRIVATE_USE[0] <= ord(c) <= PRIVATE_USE[1]}
+        codepoints |= {int(code, 16) for code in CSS_ESCAPE.findall(text)
+                       if PRIVATE_USE[0] <= int(code, 16) <= PRIVATE_USE[1]}
+    return codepoints
+
+
+def _write_icon_fonts(app, exception):
+    """After the build: each Font Awesome face of the theme, reduced to the glyphs the pages use, as WOFF."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from fontTools import subset
+
+    theme_css = _theme_stylesheet(app)
+    known = icon_codepoints(theme_css)
+    codepoints = sorted({known[name] for name in icons_used(Path(app.outdir), known)}
+                        | glyphs_in_stylesheets(Path(app.outdir) / "_static"))
+    target = Path(app.outdir) / "_static" / ICONS
+    target.mkdir(parents=True, exist_ok=True)
+    for face in font_faces(theme_css):
+        options = subset.Options()
+        options.flavor = "woff"  # zlib; WOFF2 would need the brotli module
+        options.layout_features = []
+        font = subset.load_font(str(face["ttf"]), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=codepoints)
+        subsetter.subset(font)
+        subset.save_font(font, str(target / face["file"]), options)
 
 
 def _remove_staging(app, exception):
@@ -99,7 +258,16 @@ def _dedupe(assets: list) -> list:
     return kept
 
 
+def _report_katex_errors(app, pagename, context):
+    """A formula KaTeX could not render fails the build (-W) instead of showing red TeX to readers."""
+    for message, source in KATEX_ERROR.findall(context.get("body") or ""):
+        logger.warning("KaTeX cannot render %r: %s", html.unescape(source), html.unescape(message),
+                       location=pagename, type="site_assets", subtype="katex")
+
+
 def _page_assets(app, pagename, templatename, context, doctree):
+    if _uses_katex(app):
+        _report_katex_errors(app, pagename, context)
     for key in ("script_files", "css_files"):
         if isinstance(context.get(key), list):
             context[key][:] = _dedupe(context[key])
@@ -110,7 +278,10 @@ def _page_assets(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.connect("config-inited", _configure_katex)
-    app.connect("builder-inited", _stage_katex_static)
+    app.connect("builder-inited", _stage_static)
+    # After sphinxcontrib-katex's own builder-inited (priority 500), which tells KaTeXServer where katex is.
+    app.connect("builder-inited", _start_katex_server, priority=600)
+    app.connect("build-finished", _write_icon_fonts)
     app.connect("build-finished", _remove_staging)
     # Late priority: after every extension has added its page assets.
     app.connect("html-page-context", _page_assets, priority=990)
