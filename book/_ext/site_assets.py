@@ -10,8 +10,14 @@
    Here we serve that font reduced to the glyphs the built pages name, and those the stylesheets draw themselves
    (admonition icons, ...): a few KB instead of ~270 KB. ``icons.css``
    re-declares each of the theme's Font Awesome faces with a subset made by fontTools from the theme's own font.
-3. **Only what a page uses.** Pages without math do not load the math stylesheets.
-4. **Duplicates dropped.** Sphinx 7.4 re-adds inline scripts registered after ``Builder.init()`` (sphinx-thebe's
+3. **Only what a page uses, without blocking.** Each page loads the scripts and stylesheets of the features its body
+   has (``PAGE_FEATURES``: math, code blocks with copy buttons, toggles, sphinx-design, notebook cells, Thebe on
+   pages with its launch button), and its scripts are ``defer``\ red (they run in order after the HTML is parsed),
+   except documentation_options.js, which the inline scripts after it use. book/_templates/layout.html keeps the
+   search index off pages other than search.html.
+4. **Figures that do not move the page.** Raster images get their pixel size as ``width``/``height`` attributes
+   (the browser reserves their box before they load) and ``loading="lazy"`` (``SizedImagesTranslator``).
+5. **Duplicates dropped.** Sphinx 7.4 re-adds inline scripts registered after ``Builder.init()`` (sphinx-thebe's
    ``const THEBE_JS_URL = ...``, sphinx-togglebutton's selector) a second time, once as ``_JavaScript(None)``
    and once as ``_JavaScript('')``. The second ``const`` is a SyntaxError in every page's console
    ("Identifier 'THEBE_JS_URL' has already been declared"). We drop exact duplicates before rendering.
@@ -37,14 +43,13 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
+from sphinx.util.images import get_image_size
+from sphinx.writers.html5 import HTML5Translator
 
 logger = logging.getLogger(__name__)
 
 KATEX_STATIC = "katex"  # the folder in _static/ that holds KaTeX's stylesheet and fonts
 KATEX_CSS = f"{KATEX_STATIC}/katex.min.css"
-# sphinxcontrib-katex's own small stylesheet (equation numbers, scrolling of wide equations), and ours
-# (book/_static/math.css: wide equations scroll instead of being cut off on the left)
-MATH_STYLESHEETS = (KATEX_CSS, "katex-math.css", "math.css")
 ICONS = "icons"  # the folder in _static/ that holds icons.css and the reduced Font Awesome fonts
 ICONS_CSS = f"{ICONS}/icons.css"
 THEME_CSS = "styles/pydata-sphinx-theme.css"  # in the theme's static folder: Font Awesome's CSS and @font-face rules
@@ -58,6 +63,37 @@ OLDER_FONT_FORMATS = re.compile(r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:
 # sphinxcontrib-katex renders with throwOnError false: a formula KaTeX cannot parse becomes this red span.
 KATEX_ERROR = re.compile(r'<span class="katex-error" title="([^"]*)"[^>]*>(.*?)</span>', re.S)
 KATEX_SERVER_START_SECONDS = 60
+CLASS_ATTRIBUTE = re.compile(r'class="([^"]*)"')
+# Scripts that stay synchronous: the inline scripts after it (DOCUMENTATION_OPTIONS.pagename = ...) use it.
+BLOCKING_SCRIPTS = ("_static/documentation_options.js",)
+
+
+def _has_class(*wanted: str):
+    """A test on a page: some element of its body carries all of ``wanted`` classes."""
+    return lambda page: any(set(wanted) <= classes for classes in page["classes"])
+
+
+def _has_class_prefix(prefix: str):
+    return lambda page: any(c.startswith(prefix) for classes in page["classes"] for c in classes)
+
+
+# Which assets each feature needs, and the test that a page has that feature. An asset is a file name under
+# _static/ (a prefix, for names with a hash) or, for an inline script, a word of its body.
+PAGE_FEATURES = [
+    # copy buttons (sphinx-copybutton's selector: div.highlight pre)
+    ({"clipboard.min.js", "copybutton.js", "copybutton.css"}, _has_class("highlight")),
+    # sphinx-togglebutton's selector: .toggle, .admonition.dropdown
+    ({"togglebutton.js", "togglebutton.css", "toggleHintShow", "toggleHintHide", "toggleOpenOnPrint",
+      "togglebuttonSelector"},
+     lambda page: _has_class("toggle")(page) or _has_class("admonition", "dropdown")(page)),
+    ({"design-tabs.js"}, _has_class("sd-tab-set")),
+    ({"sphinx-design.min.css"}, _has_class_prefix("sd-")),
+    ({"mystnb."}, _has_class("cell")),
+    # Thebe: sphinx-book-theme sets use_thebe on the pages it gives a "Live Code" launch button
+    ({"sphinx-thebe.js", "sphinx-thebe.css", "THEBE_JS_URL"}, lambda page: page["use_thebe"]),
+    # KaTeX's stylesheet and sphinxcontrib-katex's (equation numbers, scrolling)
+    ({KATEX_CSS, "katex-math.css"}, lambda page: page["math"]),
+]
 
 
 def katex_package(confdir: str | Path) -> Path:
@@ -88,19 +124,22 @@ def _start_katex_server(app):
     Workaround for sphinxcontrib-katex 0.9.11, whose own start connects as soon as the server's Unix socket file
     exists: Node creates that file (bind) an instant before it listens, so on a busy machine the connection is
     now and then refused, the build fails with ConnectionRefusedError, and the server process is left running.
-    We run the same command (``KaTeXServer.build_command``) and set the class's ``katex_server``, which
-    sphinxcontrib-katex then uses for every formula; tests/test_build.py checks the handover.
+    We run its server script (``SCRIPT_PATH``) with ``node`` ourselves, giving it katex by absolute path (its own
+    ``build_command`` spells a path relative to its folder without resolving symlinks, which breaks where .venv is
+    a symlink), and set the class's ``katex_server``, which sphinxcontrib-katex then uses for every formula.
+    tests/test_build.py checks the handover.
     """
     if not (_uses_katex(app) and app.config.katex_prerender):
         return
-    from sphinxcontrib.katex import KaTeXServer
+    from sphinxcontrib.katex import NODEJS_BINARY, SCRIPT_PATH, KaTeXServer
 
     if KaTeXServer.katex_server is not None:
         return
     rundir = Path(tempfile.mkdtemp(prefix="site-assets-katex-server-"))
     path = rundir / "katex.sock"
-    process = subprocess.Popen(KaTeXServer.build_command(socket=path), cwd=rundir, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE)
+    katex = str(Path(app.config.katex_js_path).resolve().with_suffix(""))  # require() takes it without ".js"
+    command = [NODEJS_BINARY, SCRIPT_PATH, "--socket", str(path), "--katex", katex]
+    process = subprocess.Popen(command, cwd=rundir, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     deadline = time.monotonic() + KATEX_SERVER_START_SECONDS
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -118,7 +157,12 @@ def _start_katex_server(app):
             time.sleep(0.01)
     server = KaTeXServer(rundir, process, sock)
     KaTeXServer.katex_server = server
-    atexit.register(server.terminate)
+    atexit.register(_stop_katex_server, server)
+
+
+def _stop_katex_server(server):
+    if server.process.poll() is None:  # not stopped already
+        server.terminate()
 
 
 def _stage_static(app):
@@ -134,7 +178,7 @@ def _stage_static(app):
 
 
 def _stage_katex(app, staging: Path):
-    """KaTeX's stylesheet (reduced to woff2 sources) and woff2 fonts; our math.css."""
+    """KaTeX's stylesheet (reduced to woff2 sources) and woff2 fonts."""
     dist = katex_package(app.confdir) / "dist"
     target = staging / KATEX_STATIC
     (target / "fonts").mkdir(parents=True)
@@ -142,7 +186,6 @@ def _stage_katex(app, staging: Path):
     (target / "katex.min.css").write_text(css, encoding="utf-8")
     for font in sorted((dist / "fonts").glob("*.woff2")):
         shutil.copy2(font, target / "fonts" / font.name)
-    app.add_css_file("math.css")
 
 
 def _theme_stylesheet(app) -> Path:
@@ -265,18 +308,64 @@ def _report_katex_errors(app, pagename, context):
                        location=pagename, type="site_assets", subtype="katex")
 
 
+def _asset_names(asset) -> tuple[str, ...]:
+    """How PAGE_FEATURES names an asset: its file name under _static/, or the words of an inline script."""
+    filename = _filename(asset)
+    if filename:
+        return (filename.removeprefix("_static/"),)
+    return tuple(re.findall(r"\w+", (getattr(asset, "attributes", {}) or {}).get("body", "")))
+
+
+def _unused(asset, page: dict) -> bool:
+    names = _asset_names(asset)
+    for assets, used in PAGE_FEATURES:
+        if any(name == a or (a.endswith(".") and name.startswith(a)) for name in names for a in assets):
+            return not used(page)
+    return False
+
+
+def _deferred(script):
+    """The same script with ``defer`` (it then runs in order, after the HTML is parsed)."""
+    attributes = getattr(script, "attributes", {}) or {}
+    if (not _filename(script) or "://" in _filename(script) or _filename(script) in BLOCKING_SCRIPTS
+            or {"async", "defer", "body"} & set(attributes)):
+        return script
+    return type(script)(script.filename, priority=script.priority, **{**attributes, "defer": "defer"})
+
+
 def _page_assets(app, pagename, templatename, context, doctree):
     if _uses_katex(app):
         _report_katex_errors(app, pagename, context)
+    body = context.get("body") or ""
+    page = {"classes": [set(value.split()) for value in CLASS_ATTRIBUTE.findall(body)],
+            "math": _uses_katex(app) and _has_math(doctree), "use_thebe": bool(context.get("use_thebe"))}
     for key in ("script_files", "css_files"):
         if isinstance(context.get(key), list):
-            context[key][:] = _dedupe(context[key])
-    if _uses_katex(app) and not _has_math(doctree) and isinstance(context.get("css_files"), list):
-        math_css = {f"_static/{name}" for name in MATH_STYLESHEETS}
-        context["css_files"][:] = [css for css in context["css_files"] if _filename(css) not in math_css]
+            context[key][:] = [asset for asset in _dedupe(context[key]) if not _unused(asset, page)]
+    if isinstance(context.get("script_files"), list):
+        context["script_files"][:] = [_deferred(script) for script in context["script_files"]]
+
+
+class SizedImagesTranslator(HTML5Translator):
+    """Sphinx's HTML5 translator; raster images also get ``width``/``height`` (their pixel size) and ``loading="lazy"``.
+
+    docutils writes an image's size only as a ``style`` (which would fix its height on a narrow screen), so we add
+    the attributes to the ``<img>`` tag it has just written; pydata-sphinx-theme then mixes its own translator in.
+    """
+
+    def visit_image(self, node):
+        source = Path(self.builder.srcdir) / node["uri"]
+        node["loading"] = "lazy"  # docutils >= 0.21 writes it
+        super().visit_image(node)
+        size = get_image_size(str(source)) if source.suffix.lower() in (".png", ".jpg", ".jpeg", ".gif", ".webp") \
+            and source.is_file() else None
+        tag = self.body[-1] if self.body else ""
+        if size and tag.startswith("<img ") and " width=" not in tag:
+            self.body[-1] = tag.replace("<img ", f'<img width="{size[0]}" height="{size[1]}" ', 1)
 
 
 def setup(app):
+    app.set_translator("html", SizedImagesTranslator)
     app.connect("config-inited", _configure_katex)
     app.connect("builder-inited", _stage_static)
     # After sphinxcontrib-katex's own builder-inited (priority 500), which tells KaTeXServer where katex is.
