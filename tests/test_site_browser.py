@@ -6,6 +6,7 @@ offline. Every page is visited once (`site_visits`); the tests below assert on w
 """
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -21,6 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTER = re.compile(r"^book/\d\d_[a-z0-9_]+\.html$")
 BLOCKING_IMPACTS = ("serious", "critical")
+# Issue 16: what a page may weigh on a reader's first visit, served with gzip (as a static host does).
+PAGE_BUDGET = 600 * 1024
+GZIP_TYPES = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
+# What no page may load any more: Font Awesome's script and full fonts, a runtime math typesetter.
+HEAVY_ASSETS = re.compile(r"fontawesome\.js|vendor/fontawesome/webfonts|mathjax|tex-chtml|katex(\.min)?\.js", re.I)
 
 # Math is rendered when the site is built (KaTeX); the page only has to load KaTeX's fonts.
 WAIT_FOR_FONTS = """async () => { await document.fonts.ready; return document.fonts.status; }"""
@@ -34,8 +40,16 @@ VISIBLE_PROSE = """() => {
     return clone.innerText;
 }"""
 
-MATH_STATE = """() => {
+# Sections off screen are not rendered (content-visibility), so their fonts are not fetched: show the first formula,
+# let a frame render it, wait for the fonts it asked for.
+MATH_STATE = """async () => {
     const math = [...document.querySelectorAll('main .math')];
+    const first = document.querySelector('main .katex');
+    if (first) {
+        first.scrollIntoView();
+        await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+        await document.fonts.ready;
+    }
     return {math: math.length,
             unrendered: math.filter(el => !el.querySelector('.katex .katex-html')).map(el => el.textContent.slice(0, 80)),
             katex: document.querySelectorAll('main .katex').length,
@@ -44,13 +58,25 @@ MATH_STATE = """() => {
             runtime: ['MathJax', 'katex', 'renderMathInElement'].filter(name => name in window)};
 }"""
 
-IMAGES = """() => [...document.querySelectorAll('img')].map(img => {
-    const style = getComputedStyle(img);
-    return {src: img.getAttribute('src'), url: img.currentSrc || img.src, alt: img.getAttribute('alt'),
-            in_article: !!img.closest('article, main .bd-article, #main-content'),
-            loaded: img.complete && img.naturalWidth > 0, visible: img.getClientRects().length > 0,
-            background: style.backgroundColor, filter: style.filter};
-})"""
+# Figures load lazily (when they come near the screen): bring each shown one to the screen and wait until it has
+# loaded and decoded (decode() rejects if it cannot), then report them all.
+IMAGES = """async () => {
+    const images = [...document.querySelectorAll('img')];
+    for (const img of images) {
+        if (img.loading === 'lazy' && img.getClientRects().length > 0) {
+            img.scrollIntoView();
+            await img.decode().catch(() => null);
+        }
+    }
+    window.scrollTo(0, 0);
+    return images.map(img => {
+        const style = getComputedStyle(img);
+        return {src: img.getAttribute('src'), url: img.currentSrc || img.src, alt: img.getAttribute('alt'),
+                in_article: !!img.closest('article, main .bd-article, #main-content'),
+                loaded: img.complete && img.naturalWidth > 0, visible: img.getClientRects().length > 0,
+                background: style.backgroundColor, filter: style.filter};
+    });
+}"""
 
 RUN_AXE = """async () => {
     const result = await axe.run(document, {resultTypes: ['violations']});
@@ -96,6 +122,17 @@ def _png_is_opaque(path: Path) -> bool:
         return True
 
 
+def _gzip_size(request) -> int:
+    """What the response would weigh served with gzip (level 6): headers, then the body (compressed if text)."""
+    response = request.response()
+    if response is None:
+        return 0
+    body = response.body()
+    if response.headers.get("content-type", "").startswith(GZIP_TYPES):
+        body = gzip.compress(body, compresslevel=6, mtime=0)
+    return request.sizes()["responseHeadersSize"] + len(body)
+
+
 def _settle(page) -> str:
     page.wait_for_load_state("load")
     state = page.evaluate(WAIT_FOR_FONTS)
@@ -126,6 +163,7 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
         transferred += sizes["responseBodySize"] + sizes["responseHeadersSize"]
     record = {
         "page": rel, "final_url": page.url, "fonts": fonts, "bytes": transferred, "requests": len(finished),
+        "gzip_bytes": sum(_gzip_size(request) for request in finished), "urls": [r.url for r in finished],
         "math": page.evaluate(MATH_STATE), "prose": page.evaluate(VISIBLE_PROSE), "images": page.evaluate(IMAGES),
         "launch_links": page.eval_on_selector_all("a[href*='mybinder.org']", "els => els.map(e => e.href)"),
         "thebe_button": page.locator(".btn-launch-thebe, .thebe-launch-button").count(),
@@ -170,9 +208,9 @@ def site_visits(built_site, tmp_path_factory) -> dict:
                 records[rel] = _visit(context, recorder, base, html, rel, shots)
         finally:
             context.close()
-    print("\npage                                         requests   transferred (cold, bytes)")
+    print("\npage                                         requests   transferred (cold, bytes)   with gzip")
     for rel, rec in records.items():
-        print(f"{rel:45s} {rec['requests']:8d}   {rec['bytes']:12,d}")
+        print(f"{rel:45s} {rec['requests']:8d}   {rec['bytes']:12,d}   {rec['gzip_bytes']:12,d}")
     print(f"{'total':45s} {sum(r['requests'] for r in records.values()):8d}   "
           f"{sum(r['bytes'] for r in records.values()):12,d}")
     return {"pages": records, "redirects": redirects, "html": html, "root": built_site["root"]}
@@ -199,6 +237,17 @@ def test_no_request_leaves_the_local_server(site_visits):
     bad = {rel: rec["external"] for rel, rec in site_visits["pages"].items() if rec["external"]}
     assert not bad, f"requests to other hosts (vendor these assets or configure them away): {bad}"
     assert all(rec["bytes"] > 0 and rec["requests"] > 0 for rec in site_visits["pages"].values())
+
+
+def test_every_page_fits_the_budget_served_with_gzip(site_visits):
+    """A first visit to any page (HTML, stylesheets, scripts, fonts, figures it loads) weighs at most 600 KB with
+    gzip, and loads neither Font Awesome's script or full fonts nor a math typesetter."""
+    pages = site_visits["pages"]
+    over = {rel: rec["gzip_bytes"] for rel, rec in pages.items() if rec["gzip_bytes"] > PAGE_BUDGET}
+    assert not over, f"pages over {PAGE_BUDGET:,} bytes with gzip: {over}"
+    heavy = {rel: [u for u in rec["urls"] if HEAVY_ASSETS.search(u)] for rel, rec in pages.items()}
+    assert not any(heavy.values()), {rel: urls for rel, urls in heavy.items() if urls}
+    assert all(0 < rec["gzip_bytes"] < rec["bytes"] for rec in pages.values())
 
 
 def test_math_is_rendered_at_build_time_and_no_raw_tex_is_left(site_visits):

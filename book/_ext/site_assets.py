@@ -64,8 +64,10 @@ OLDER_FONT_FORMATS = re.compile(r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:
 KATEX_ERROR = re.compile(r'<span class="katex-error" title="([^"]*)"[^>]*>(.*?)</span>', re.S)
 KATEX_SERVER_START_SECONDS = 60
 CLASS_ATTRIBUTE = re.compile(r'class="([^"]*)"')
-# Scripts that stay synchronous: the inline scripts after it (DOCUMENTATION_OPTIONS.pagename = ...) use it.
+# Scripts that stay synchronous: the inline scripts after it (DOCUMENTATION_OPTIONS.pagename = ...) use it; on
+# search.html, the theme's synchronous searchtools.js uses doctools.js.
 BLOCKING_SCRIPTS = ("_static/documentation_options.js",)
+BLOCKING_ON_SEARCH_PAGE = ("_static/doctools.js",)
 
 
 def _has_class(*wanted: str):
@@ -324,10 +326,10 @@ def _unused(asset, page: dict) -> bool:
     return False
 
 
-def _deferred(script):
+def _deferred(script, blocking: tuple[str, ...]):
     """The same script with ``defer`` (it then runs in order, after the HTML is parsed)."""
     attributes = getattr(script, "attributes", {}) or {}
-    if (not _filename(script) or "://" in _filename(script) or _filename(script) in BLOCKING_SCRIPTS
+    if (not _filename(script) or "://" in _filename(script) or _filename(script) in blocking
             or {"async", "defer", "body"} & set(attributes)):
         return script
     return type(script)(script.filename, priority=script.priority, **{**attributes, "defer": "defer"})
@@ -343,7 +345,8 @@ def _page_assets(app, pagename, templatename, context, doctree):
         if isinstance(context.get(key), list):
             context[key][:] = [asset for asset in _dedupe(context[key]) if not _unused(asset, page)]
     if isinstance(context.get("script_files"), list):
-        context["script_files"][:] = [_deferred(script) for script in context["script_files"]]
+        blocking = BLOCKING_SCRIPTS + (BLOCKING_ON_SEARCH_PAGE if pagename == "search" else ())
+        context["script_files"][:] = [_deferred(script, blocking) for script in context["script_files"]]
 
 
 class SizedImagesTranslator(HTML5Translator):
