@@ -231,12 +231,15 @@ def test_the_katex_render_server_is_handed_to_sphinxcontrib_katex():
 
 def test_icons_come_from_a_reduced_font_not_a_script(built_site):
     """No page loads Font Awesome's script; every icon a page names has its glyph in the reduced fonts, and those
-    fonts are small."""
+    fonts are small; the served theme stylesheet has the rules of the icons used and not the others."""
     from fontTools.ttLib import TTFont
+
+    import pydata_sphinx_theme
 
     html = built_site["html"]
     site_assets = _site_assets()
-    theme_css = html / "_static" / site_assets.THEME_CSS
+    theme_css = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / \
+        site_assets.THEME_CSS
     known = site_assets.icon_codepoints(theme_css)
     assert len(known) > 1000 and known["fa-rocket"] == 0xF135, "the theme's stylesheet changed its icon rules"
     fonts = sorted((html / "_static" / site_assets.ICONS).glob("*.woff"))
@@ -253,6 +256,10 @@ def test_icons_come_from_a_reduced_font_not_a_script(built_site):
     assert {"fa-rocket", "fa-github", "fa-magnifying-glass", "fa-bars"} <= used, used
     missing = sorted(name for name in used if known[name] not in glyphs)
     assert not missing, f"icons without a glyph in the reduced fonts: {missing}"
+    # The served theme stylesheet keeps the rules of the icons used, and only those.
+    served = site_assets.icon_codepoints(html / "_static" / site_assets.THEME_CSS)
+    assert used <= set(served) and len(served) < 100, (sorted(used - set(served)), len(served))
+    assert all(served[name] == known[name] for name in served)
     # The admonitions' own icons (drawn by the theme's CSS, e.g. the note's circled i) are kept too.
     assert 0xF05A in glyphs
 
