@@ -34,19 +34,19 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml c
 	touch $(STAMP)
 
 # Node packages (package-lock.json): katex renders the site's math at build time; lighthouse (a dev dependency) is
-# for `make bench` only.
-KATEX      := node_modules/katex/package.json
-LIGHTHOUSE := node_modules/.bin/lighthouse
+# for `make bench` only. npm writes node_modules/.package-lock.json at every install (the packages' own files keep
+# the registry's fixed timestamps, so they cannot say whether the install is older than the lock).
+NODE_PACKAGES := node_modules/.package-lock.json
+LIGHTHOUSE    := node_modules/.bin/lighthouse
 
-$(KATEX): package.json package-lock.json
+$(NODE_PACKAGES): package.json package-lock.json
 	npm ci --omit=dev --no-audit --no-fund --loglevel=error
-	touch $(KATEX)
 
 $(LIGHTHOUSE): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
-	touch $(LIGHTHOUSE) $(KATEX)
+	touch $(LIGHTHOUSE)
 
-book: $(STAMP) $(KATEX)
+book: $(STAMP) $(NODE_PACKAGES)
 	$(MAKE) --no-print-directory cache
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
@@ -57,7 +57,7 @@ cache:
 	yes | $(BIN)/jcache notebook -p $(CACHE) add --reader myst_nb_md $(NOTEBOOKS) >/dev/null
 	$(BIN)/jcache project -p $(CACHE) execute --executor $(EXECUTOR) --timeout $(EXEC_TIMEOUT) --verbosity WARNING
 
-test: $(STAMP) $(KATEX)
+test: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
