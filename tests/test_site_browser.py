@@ -51,7 +51,8 @@ MATH_STATE = """async () => {
         await document.fonts.ready;
     }
     return {math: math.length,
-            unrendered: math.filter(el => !el.querySelector('.katex .katex-html')).map(el => el.textContent.slice(0, 80)),
+            unrendered: math.filter(el => !el.querySelector('.katex .katex-html'))
+                            .map(el => el.textContent.slice(0, 80)),
             katex: document.querySelectorAll('main .katex').length,
             katex_fonts: [...document.fonts].filter(f => f.family.startsWith('KaTeX') && f.status === 'loaded').length,
             scripts: [...document.scripts].map(s => s.src).filter(src => /mathjax|katex|tex-chtml|tex-svg/i.test(src)),
