@@ -184,7 +184,8 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     name = rel.replace("/", "_").removesuffix(".html")
     # The site lets the browser skip rendering what is far off screen (content-visibility in site.css); a full-page
     # screenshot is not scrolling, so show everything for it.
-    page.add_style_tag(content=".bd-article section, .bd-article section > * { content-visibility: visible; }")
+    page.add_style_tag(
+        content=".bd-article section, .bd-article section > * { content-visibility: visible !important; }")
     page.screenshot(path=str(shots / f"{name}-dark.png"), full_page=True)
     page.evaluate("() => { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); }")
 
