@@ -25,6 +25,12 @@ CATALOG_TABLE = GENERATED / "grading_catalog.md"
 HOSTILE_TABLE = GENERATED / "grading_hostile.md"
 
 
+def assert_committed(table: Path, generated: str) -> None:
+    """The committed table (the regression file) is exactly what this run generated."""
+    committed = (ROOT / table).read_text()
+    assert generated == committed, f"{table} is stale: run `make report` and commit it.\n--- generated ---\n{generated}"
+
+
 def _cells(root: Path) -> dict[str, float]:
     return autograded_cells(read(source_path(root)))
 
