@@ -49,7 +49,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader generate_assignment transformers --force  # nbgrader runs `alembic` from PATH
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbgrader generate_assignment transformers --force  # nbgrader runs `alembic` from PATH
 
 clean:
 	rm -rf _build
