@@ -116,7 +116,10 @@ print(json.dumps({{
     assert not seen["course_visible"] and not seen["repository_visible"] and not seen["user_home_visible"]
     assert not seen["tcp_to_host"] and seen["interfaces"] == ["lo"]
     assert seen["write_copy"] and seen["write_tmp"], seen
-    assert not seen["write_usr"] and not seen["write_python"] and not seen["write_skeleton"], seen
+    assert not seen["write_usr"] and not seen["write_python"], seen
+    # A repository under /tmp (a CI clone there) lies inside the sandbox's private /tmp: a write to its path lands in
+    # that tmpfs; anywhere else the path is read-only. Either way the real tree never sees it (asserted below).
+    assert not seen["write_skeleton"] or ROOT.resolve().is_relative_to("/tmp"), seen
     # (the working copy of this test lies in /tmp, which the sandbox replaces with its own: the write stays there)
     assert not (work.parent.parent / "elsewhere.txt").exists() and not (ROOT / "x").exists()
     assert errors(outputs[1]) == ["GradingGuardError"], outputs[1]  # the in-kernel guard runs too

@@ -12,7 +12,8 @@ import textwrap
 import pytest
 
 from conftest import ROOT
-from coursekit import catalog, cohort
+import catalog
+from coursekit import cohort
 
 SALTS = [0] + random.Random(2026).sample(range(1, 2 ** 48), 200)  # a 2 % flaw shows with 98 % probability
 
