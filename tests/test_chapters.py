@@ -193,3 +193,16 @@ def test_try_it_checks_reject_wrong_and_accept_right(chapter, tmp_path):
         printed = "".join(o.get("text", "") for o in nb.cells[index].outputs)
         assert printed.startswith(verdict), (
             f"{chapter}: after\n{nb.cells[index - 1].source}\nthe check printed {printed!r}, expected {verdict!r}")
+
+
+def test_matches_takes_numpy_numbers_for_what_they_hold_and_keeps_kinds_apart(tmp_path):
+    """A right answer computed with NumPy (np.int64, np.float32) is right; a bool is not a number, nor 4.0 a count."""
+    import numpy as np
+    import torch
+
+    matches = load_course_lib(tmp_path).matches
+    assert matches(np.int64(4), 4) and matches(np.float32(0.25), 0.25) and matches(np.float64(7.0), 7.0)
+    assert matches(torch.tensor(3), 3) and matches(3, 3.0)
+    assert not matches(np.int64(5), 4) and not matches(np.float32(0.5), 0.25)
+    assert not matches(4.0, 4), "a count asks for a whole number"
+    assert not matches(True, 1) and not matches(1, True) and matches(False, False)
