@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -150,6 +151,20 @@ def test_grading_without_the_sandbox_is_refused_naming_what_is_missing(config):
     sandbox = GradingSandbox(config=config, bwrap="/nonexistent/bwrap")
     with pytest.raises(SandboxUnavailable, match=r"bubblewrap .*not installed.*apt-get install bubblewrap"):
         sandbox.check()
+
+
+def test_the_pre_check_builds_the_whole_sandbox(config, tmp_path):
+    """A container may allow namespaces but refuse one of the sandbox's own steps (Podman's default seccomp profile
+    refuses sethostname): the check before grading runs the kernel's own sandbox, so grading stops there, with the
+    message, instead of every kernel dying later."""
+    real = shutil.which("bwrap")
+    fussy = tmp_path / "bwrap"
+    fussy.write_text(f'#!/bin/sh\ncase " $* " in *" --hostname "*) echo "bwrap: Can\'t set hostname to grading: '
+                     f'Operation not permitted" >&2; exit 1;; esac\nexec {real} "$@"\n')
+    fussy.chmod(0o755)
+    assert GradingSandbox(config=config).problems() == []
+    with pytest.raises(SandboxUnavailable, match=r"(?s)Can't set hostname.*Grading from macOS or Windows"):
+        GradingSandbox(config=config, bwrap=str(fussy)).check()
 
 
 def test_the_explicit_opt_out_warns_on_every_run(config, caplog):
