@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shutil
 
@@ -12,7 +11,7 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-from conftest import ROOT
+from conftest import ROOT, load_course_lib
 
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" for c in part["chapters"]]
@@ -20,15 +19,6 @@ CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" 
 
 def code_cells(chapter: str) -> list:
     return [c for c in jupytext.read(ROOT / f"{chapter}.md").cells if c.cell_type == "code"]
-
-
-def load_course_lib(tmp_path):
-    """Import a copy of book/course_lib.py (importing the original would write its bytecode into the tree)."""
-    copy = shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
-    spec = importlib.util.spec_from_file_location("course_lib_under_test", copy)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- one setup --------------------------------------------------------------------------------------------------

@@ -1,11 +1,10 @@
 """book/course_lib.py is generated from the chapters' `# @save` cells and must be up to date."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, load_course_lib
 from coursekit import export
 
 
@@ -25,11 +24,9 @@ def test_save_cells_are_found_and_others_ignored(tmp_path):
     assert export.saved_cells(chapter) == ["def f():\n    return 1\n", "X = 2\n"]
 
 
-def test_course_lib_imports_and_exposes_make_sample():
-    # as a chapter imports it (the chapters run in book/), loaded from its file
-    spec = importlib.util.spec_from_file_location("course_lib", ROOT / "book" / "course_lib.py")
-    course_lib = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(course_lib)
-
+def test_course_lib_imports_and_exposes_make_sample(tmp_path):
+    # From a copy, as test_chapters does: importing book/course_lib.py itself would write its bytecode into the tree
+    # and leave book/ on sys.path for every test after this one.
+    course_lib = load_course_lib(tmp_path)
     x, padding, y = course_lib.make_sample(16, 11)
     assert tuple(x.shape) == (16, 8, 2) and tuple(padding.shape) == (16, 8) and tuple(y.shape) == (16,)

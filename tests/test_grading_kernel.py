@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -127,24 +128,29 @@ print(json.dumps({{
 
 
 def test_every_process_dies_with_the_kernel(config, tmp_path):
+    # `sleep` for a number of seconds no other process on this machine uses (other tests, other users' runs), so the
+    # search below finds only what this kernel started.
+    marker = f"300.{secrets.randbelow(10**9):09d}"
     outputs = grade([
-        "import os, subprocess, time\n"
-        "child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "import os, subprocess\n"
+        f"child = subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n"  # returns once sleep runs
+        "ready, done = os.pipe()\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
-        "        time.sleep(3)\n"
-        "        open('survivor.txt', 'w').write('still running')\n"
+        f"        os.execvp('sleep', ['sleep', '{marker}'])\n"
         "    os._exit(0)\n"
-        "print(os.getpid())",
-        "import threading\nthreading.Thread(target=time.sleep, args=(300,)).start()\nprint('last cell')",
+        "os.close(done)\n"
+        "os.read(ready, 1)  # end of file once the grandchild runs sleep (exec closes the pipe) and its parent is gone\n"
+        "mine = [p for p in os.listdir('/proc') if p.isdigit() and "
+        f"'{marker}'.encode() in open(f'/proc/{{p}}/cmdline', 'rb').read()]\n"
+        "print(len(mine))",
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(300,)).start()\nprint('last cell')",
     ], config, tmp_path)
+    assert text(outputs[0]) == "2\n", outputs[0]  # the control: the child and the grandchild were running
     assert text(outputs[1]) == "last cell\n"
-    survivors = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
+    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
     assert survivors == [], survivors
-    import time
-    time.sleep(4)  # longer than the double-forked grandchild would have waited
-    assert not (tmp_path / "survivor.txt").exists()
 
 
 def test_grading_without_the_sandbox_is_refused_naming_what_is_missing(config):
