@@ -22,7 +22,7 @@ help:
 	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
 	@echo "make clean    remove _build"
 	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
-	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner); see bench/README.md"
+	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
 	@echo "make report   regenerate the grading report's tables (planted submissions, autograded for real)"
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml coursekit/kernelspec/kernel.json
@@ -34,7 +34,20 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml c
 	$(BIN)/jupyter kernelspec install --sys-prefix --name course-grading coursekit/kernelspec >/dev/null
 	touch $(STAMP)
 
-book: $(STAMP)
+# Node packages (package-lock.json): katex renders the site's math at build time; lighthouse (a dev dependency) is
+# for `make bench` only. npm writes node_modules/.package-lock.json at every install (the packages' own files keep
+# the registry's fixed timestamps, so they cannot say whether the install is older than the lock).
+NODE_PACKAGES := node_modules/.package-lock.json
+LIGHTHOUSE    := node_modules/.bin/lighthouse
+
+$(NODE_PACKAGES): package.json package-lock.json
+	npm ci --omit=dev --no-audit --no-fund --loglevel=error
+
+$(LIGHTHOUSE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(LIGHTHOUSE)
+
+book: $(STAMP) $(NODE_PACKAGES)
 	$(MAKE) --no-print-directory cache
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
@@ -45,7 +58,7 @@ cache:
 	yes | $(BIN)/jcache notebook -p $(CACHE) add --reader myst_nb_md $(NOTEBOOKS) >/dev/null
 	$(BIN)/jcache project -p $(CACHE) execute --executor $(EXECUTOR) --timeout $(EXEC_TIMEOUT) --verbosity WARNING
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
@@ -63,7 +76,9 @@ grade: $(STAMP)
 report: $(STAMP)  # the planted submissions are test data: tests/catalog.py
 	$(BIN)/python tests/grading_tables.py
 
-bench: $(STAMP)
+bench: $(STAMP) $(LIGHTHOUSE)
 	$(BIN)/python bench/bench_site.py
 	$(BIN)/python bench/bench_autograde.py
 	$(BIN)/python bench/bench_learner.py
+	$(MAKE) --no-print-directory book
+	$(BIN)/python bench/bench_reader.py

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import BIN, copy_course, machine, sh  # bench/ is on sys.path: the script's folder
+from _common import BIN, ROOT, copy_course, machine, sh  # bench/ is on sys.path: the script's folder
 
 BUILD = [BIN / "jupyter-book", "build", ".", "-n", "-W", "--keep-going"]
 
@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     print(f"bench_site: {machine()}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-site-"))
     course = copy_course(work / "course")
+    # The build renders math with node_modules/katex (npm ci); copies leave node_modules out: link it.
+    (course / "node_modules").symlink_to((ROOT / "node_modules").resolve(), target_is_directory=True)
     try:
         clean, log = build(course)
         n_chapters = len(executed(log))

@@ -24,7 +24,8 @@ from .course import Course
 
 # The student tree: these files and folders of the repository root (and the course's release folder). Everything
 # else stays private.
-STUDENT_FILES = ["environment.yml", "postBuild", "requirements.txt", "_config.yml"]
+# package.json/package-lock.json: the katex package that renders the site's math when `make book` builds it.
+STUDENT_FILES = ["environment.yml", "postBuild", "requirements.txt", "_config.yml", "package.json", "package-lock.json"]
 STUDENT_DIRS = ["book"]
 # The pages for instructors are on the website; in the student tree they could not be built (they read the course's
 # grading configuration and tooling, which stay private).

@@ -48,6 +48,14 @@ def load_course_lib(tmp_path: Path):
     return module
 
 
+def link_node_modules(course: Path) -> Path:
+    """Give a course copy the repository's Node packages (``npm ci``): the site's build renders its math with
+    node_modules/katex. Linked, not copied (copies leave node_modules out)."""
+    assert (ROOT / "node_modules" / "katex").is_dir(), f"{ROOT / 'node_modules'}: run `npm ci` (see .ci/run)"
+    (course / "node_modules").symlink_to((ROOT / "node_modules").resolve(), target_is_directory=True)
+    return course
+
+
 @pytest.fixture
 def course_dir(tmp_path: Path) -> Path:
     """A fresh copy of the course (book, assignments, release, configs) in tmp_path."""
@@ -61,7 +69,7 @@ def built_site(tmp_path_factory) -> dict:
     Returns {"root": course copy, "html": _build/html, "log": build output}. The build must succeed with zero
     warnings; every test that reads the HTML depends on that.
     """
-    course = copy_course(tmp_path_factory.mktemp("site") / "course")
+    course = link_node_modules(copy_course(tmp_path_factory.mktemp("site") / "course"))
     # As `make book` does it: the notebooks run in parallel into the jupyter-cache, then the stock build renders.
     cache = run(["make", "--no-print-directory", "cache", f"BIN={BIN}"], cwd=course, check=False, timeout=1500)
     assert cache.returncode == 0, f"make cache failed\n{(cache.stdout + cache.stderr)[-8000:]}"

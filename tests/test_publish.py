@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, run
+from conftest import BIN, ROOT, link_node_modules, run
 from coursekit import leaks, regions
 from coursekit.course import Course
 
@@ -45,7 +45,7 @@ def test_student_tree_has_exactly_the_public_files(published):
     student = published / "student"
     top = sorted(p.name for p in student.iterdir())
     assert top == sorted(["README.md", "Makefile", "book", "release", "environment.yml", "postBuild",
-                          "requirements.txt", "_config.yml", "_toc.yml"]), top
+                          "requirements.txt", "_config.yml", "_toc.yml", "package.json", "package-lock.json"]), top
     assert not (student / "book" / "instructors.md").exists() and "instructors" not in (student / "_toc.yml").read_text()
     assert (student / "release" / "transformers" / "transformers.ipynb").exists()
     assert not list(student.rglob("*.db"))
@@ -59,6 +59,7 @@ def test_make_book_works_in_the_student_tree(published, built_site, tmp_path):
     student = tmp_path / "student"
     shutil.copytree(published / "student", student)
     shutil.copytree(built_site["root"] / "_build" / ".jupyter_cache", student / "_build" / ".jupyter_cache")
+    link_node_modules(student)  # what `make book` there would install with `npm ci` (no network in tests)
     proc = run(["make", "book", f"VENV={BIN.parent}"], cwd=student, timeout=900)
     log = proc.stdout + proc.stderr
     warnings = [line for line in log.splitlines() if re.search(r"(^|: )(WARNING|ERROR|CRITICAL):", line)]

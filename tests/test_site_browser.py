@@ -6,6 +6,7 @@ offline. Every page is visited once (`site_visits`); the tests below assert on w
 """
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -22,36 +23,62 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTER = re.compile(r"^book/\d\d_[a-z0-9_]+\.html$")
 BLOCKING_IMPACTS = ("serious", "critical")
+# Issue 16: what a page may weigh on a reader's first visit, served with gzip (as a static host does).
+PAGE_BUDGET = 600 * 1024
+GZIP_TYPES = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
+# What no page may load any more: Font Awesome's script and full fonts, a runtime math typesetter.
+HEAVY_ASSETS = re.compile(r"fontawesome\.js|vendor/fontawesome/webfonts|mathjax|tex-chtml|katex(\.min)?\.js", re.I)
 
-WAIT_FOR_MATHJAX = """async () => {
-    if (!window.MathJax || !window.MathJax.startup) return 'no-mathjax';
-    await window.MathJax.startup.promise;
-    return 'typeset';
-}"""
+# Math is rendered when the site is built (KaTeX); the page only has to load KaTeX's fonts.
+WAIT_FOR_FONTS = """async () => { await document.fonts.ready; return document.fonts.status; }"""
 
 # Text the reader sees in the article, with code, scripts and typeset math taken out: no TeX may be left in it.
 VISIBLE_PROSE = """() => {
     const article = document.querySelector('main') || document.body;
     const clone = article.cloneNode(true);
-    clone.querySelectorAll('pre, code, script, style, mjx-container, .highlight, textarea')
+    clone.querySelectorAll('pre, code, script, style, .katex, .highlight, textarea')
          .forEach(el => el.remove());
     return clone.innerText;
 }"""
 
-MATH_STATE = """() => {
+# Sections off screen are not rendered (content-visibility), so their fonts are not fetched: show the first formula,
+# let a frame render it, wait for the fonts it asked for.
+MATH_STATE = """async () => {
     const math = [...document.querySelectorAll('main .math')];
+    const first = document.querySelector('main .katex');
+    if (first) {
+        first.scrollIntoView();
+        await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+        await document.fonts.ready;
+    }
     return {math: math.length,
-            unrendered: math.filter(el => !el.querySelector('mjx-container')).map(el => el.textContent.slice(0, 80)),
-            mjx: document.querySelectorAll('mjx-container').length};
+            unrendered: math.filter(el => !el.querySelector('.katex .katex-html'))
+                            .map(el => el.textContent.slice(0, 80)),
+            katex: document.querySelectorAll('main .katex').length,
+            katex_fonts: [...document.fonts].filter(f => f.family.startsWith('KaTeX') && f.status === 'loaded').length,
+            scripts: [...document.scripts].map(s => s.src).filter(src => /mathjax|katex|tex-chtml|tex-svg/i.test(src)),
+            runtime: ['MathJax', 'katex', 'renderMathInElement'].filter(name => name in window)};
 }"""
 
-IMAGES = """() => [...document.querySelectorAll('img')].map(img => {
-    const style = getComputedStyle(img);
-    return {src: img.getAttribute('src'), url: img.currentSrc || img.src, alt: img.getAttribute('alt'),
-            in_article: !!img.closest('article, main .bd-article, #main-content'),
-            loaded: img.complete && img.naturalWidth > 0, visible: img.getClientRects().length > 0,
-            background: style.backgroundColor, filter: style.filter};
-})"""
+# Figures load lazily (when they come near the screen): bring each shown one to the screen and wait until it has
+# loaded and decoded (decode() rejects if it cannot), then report them all.
+IMAGES = """async () => {
+    const images = [...document.querySelectorAll('img')];
+    for (const img of images) {
+        if (img.loading === 'lazy' && img.getClientRects().length > 0) {
+            img.scrollIntoView();
+            await img.decode().catch(() => null);
+        }
+    }
+    window.scrollTo(0, 0);
+    return images.map(img => {
+        const style = getComputedStyle(img);
+        return {src: img.getAttribute('src'), url: img.currentSrc || img.src, alt: img.getAttribute('alt'),
+                in_article: !!img.closest('article, main .bd-article, #main-content'),
+                loaded: img.complete && img.naturalWidth > 0, visible: img.getClientRects().length > 0,
+                background: style.backgroundColor, filter: style.filter};
+    });
+}"""
 
 RUN_AXE = """async () => {
     const result = await axe.run(document, {resultTypes: ['violations']});
@@ -97,11 +124,21 @@ def _png_is_opaque(path: Path) -> bool:
         return True
 
 
+def _gzip_size(request) -> int:
+    """What the response would weigh served with gzip (level 6): headers, then the body (compressed if text)."""
+    response = request.response()
+    if response is None:
+        return 0
+    body = response.body()
+    if response.headers.get("content-type", "").startswith(GZIP_TYPES):
+        body = gzip.compress(body, compresslevel=6, mtime=0)
+    return request.sizes()["responseHeadersSize"] + len(body)
+
+
 def _settle(page, inflight: InFlight) -> str:
-    """Wait for the page's conditions, not for a quiet time: loaded, math typeset, fonts loaded, no request pending."""
+    """Wait for the page's conditions, not for a quiet time: loaded, fonts loaded, no request pending."""
     page.wait_for_load_state("load")
-    state = page.evaluate(WAIT_FOR_MATHJAX)
-    page.evaluate("() => document.fonts.ready.then(() => document.fonts.status)")
+    state = page.evaluate(WAIT_FOR_FONTS)
     inflight.settle()
     return state
 
@@ -123,13 +160,14 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     # Light mode first: "auto" (a first visit) resolves to light in headless Chromium, and each dark pass below
     # ends by choosing light again. Routing disables the HTTP cache, so this visit's bytes are a cold visit's.
     page.goto(base + rel, wait_until="load")
-    mathjax = _settle(page, inflight)
+    fonts = _settle(page, inflight)
     transferred = 0
     for request in finished:
         sizes = request.sizes()
         transferred += sizes["responseBodySize"] + sizes["responseHeadersSize"]
     record = {
-        "page": rel, "final_url": page.url, "mathjax": mathjax, "bytes": transferred, "requests": len(finished),
+        "page": rel, "final_url": page.url, "fonts": fonts, "bytes": transferred, "requests": len(finished),
+        "gzip_bytes": sum(_gzip_size(request) for request in finished), "urls": [r.url for r in finished],
         "math": page.evaluate(MATH_STATE), "prose": page.evaluate(VISIBLE_PROSE), "images": page.evaluate(IMAGES),
         "launch_links": page.eval_on_selector_all("a[href*='mybinder.org']", "els => els.map(e => e.href)"),
         "thebe_button": page.locator(".btn-launch-thebe, .thebe-launch-button").count(),
@@ -147,6 +185,9 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     page.add_script_tag(path=str(AXE_JS))
     record["axe_dark"] = page.evaluate(RUN_AXE)
     name = rel.replace("/", "_").removesuffix(".html")
+    # The site lets the browser skip rendering what is far off screen (content-visibility in site.css); a full-page
+    # screenshot is not scrolling, so show everything for it.
+    page.add_style_tag(content=".bd-article section, .bd-article section > * { content-visibility: visible; }")
     page.screenshot(path=str(shots / f"{name}-dark.png"), full_page=True)
     page.evaluate("() => { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); }")
 
@@ -171,9 +212,9 @@ def site_visits(built_site, tmp_path_factory) -> dict:
         recorder = RequestRecorder(context, base)
         for rel in pages:
             records[rel] = _visit(context, recorder, base, html, rel, shots)
-    print("\npage                                         requests   transferred (cold, bytes)")
+    print("\npage                                         requests   transferred (cold, bytes)   with gzip")
     for rel, rec in records.items():
-        print(f"{rel:45s} {rec['requests']:8d}   {rec['bytes']:12,d}")
+        print(f"{rel:45s} {rec['requests']:8d}   {rec['bytes']:12,d}   {rec['gzip_bytes']:12,d}")
     print(f"{'total':45s} {sum(r['requests'] for r in records.values()):8d}   "
           f"{sum(r['bytes'] for r in records.values()):12,d}")
     return {"pages": records, "redirects": redirects, "html": html, "root": built_site["root"]}
@@ -202,16 +243,31 @@ def test_no_request_leaves_the_local_server(site_visits):
     assert all(rec["bytes"] > 0 and rec["requests"] > 0 for rec in site_visits["pages"].values())
 
 
-def test_math_is_rendered_and_no_raw_tex_is_left(site_visits):
+def test_every_page_fits_the_budget_served_with_gzip(site_visits):
+    """A first visit to any page (HTML, stylesheets, scripts, fonts, figures it loads) weighs at most 600 KB with
+    gzip, and loads neither Font Awesome's script or full fonts nor a math typesetter."""
     pages = site_visits["pages"]
-    rendered = [rel for rel, rec in pages.items() if rec["math"]["mjx"] > 0]
-    assert any(CHAPTER.match(rel) for rel in rendered), f"no chapter has typeset math: {sorted(pages)}"
+    over = {rel: rec["gzip_bytes"] for rel, rec in pages.items() if rec["gzip_bytes"] > PAGE_BUDGET}
+    assert not over, f"pages over {PAGE_BUDGET:,} bytes with gzip: {over}"
+    heavy = {rel: [u for u in rec["urls"] if HEAVY_ASSETS.search(u)] for rel, rec in pages.items()}
+    assert not any(heavy.values()), {rel: urls for rel, urls in heavy.items() if urls}
+    assert all(0 < rec["gzip_bytes"] < rec["bytes"] for rec in pages.values())
+
+
+def test_math_is_rendered_at_build_time_and_no_raw_tex_is_left(site_visits):
+    """Every formula arrives as KaTeX's HTML, drawn with KaTeX's fonts; no page runs a math script."""
+    pages = site_visits["pages"]
+    rendered = [rel for rel, rec in pages.items() if rec["math"]["katex"] > 0]
+    assert any(CHAPTER.match(rel) for rel in rendered), f"no chapter has rendered math: {sorted(pages)}"
     problems = {}
     for rel, rec in pages.items():
-        if rec["math"]["unrendered"]:
-            problems[rel] = f"math not typeset: {rec['math']['unrendered'][:3]}"
-        if rec["math"]["math"] and rec["mathjax"] != "typeset":
-            problems[rel] = "page has math but MathJax did not load"
+        math = rec["math"]
+        if math["unrendered"]:
+            problems[rel] = f"math not rendered: {math['unrendered'][:3]}"
+        if math["scripts"] or math["runtime"]:
+            problems[rel] = f"a math script runs in the browser: {math['scripts']} {math['runtime']}"
+        if math["katex"] and not math["katex_fonts"]:
+            problems[rel] = "page has math but no KaTeX font loaded"
         raw = re.findall(r"\$\$?[^$\n]{1,80}\$\$?|\\\(.{1,80}?\\\)|\\\[.{1,80}?\\\]", rec["prose"])
         if raw:
             problems[rel] = f"raw TeX in the text: {raw[:3]}"
