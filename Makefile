@@ -12,7 +12,7 @@ EXEC_TIMEOUT = $(shell sed -n 's/^  timeout: *//p' _config.yml)
 CACHE        = _build/.jupyter_cache
 EXECUTOR    ?= local-parallel
 
-.PHONY: book cache test release clean help publish grade bench
+.PHONY: book cache test release clean help publish grade bench report
 
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
@@ -23,6 +23,7 @@ help:
 	@echo "make clean    remove _build"
 	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
+	@echo "make report   regenerate the grading report's tables (planted submissions, autograded for real)"
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml coursekit/kernelspec/kernel.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,7 +62,7 @@ test: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader generate_assignment transformers --force  # nbgrader runs `alembic` from PATH
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbgrader generate_assignment transformers --force  # nbgrader runs `alembic` from PATH
 
 clean:
 	rm -rf _build
@@ -71,6 +72,9 @@ publish: book
 
 grade: $(STAMP)
 	$(BIN)/python -m coursekit grade transformers --jobs $(JOBS)
+
+report: $(STAMP)  # the planted submissions are test data: tests/catalog.py
+	$(BIN)/python tests/grading_tables.py
 
 bench: $(STAMP) $(LIGHTHOUSE)
 	$(BIN)/python bench/bench_site.py

@@ -38,8 +38,8 @@ c.Autograde.create_student = True
 # a few seconds; a test cell well under one.
 c.Execute.timeout = 30
 c.Execute.startup_timeout = 120
-# Once a notebook has run, its kernel is killed rather than asked to shut down and waited for (about 0.6 s per
-# submission with PyTorch loaded): nothing in the kernel is needed after the last cell.
+# Once a notebook has run, its kernel is killed rather than asked to shut down and waited for (a polite shutdown
+# with PyTorch loaded is a noticeable share of each submission): nothing in the kernel is needed after the last cell.
 c.Execute.shutdown_kernel = "immediate"
 # Graded cells a student deleted are put back from the gradebook before grading (with a note in the cell).
 c.OverwriteCells.add_missing_cells = True
@@ -96,7 +96,7 @@ c.ClearSolutions.code_stub = {
 # the exporter refuses to start grading on a machine where the sandbox cannot be built.
 c.Execute.kernel_name = "course-grading"
 c.Autograde.exporter_class = "coursekit.sandbox.SandboxedExporter"
-c.GradingSandbox.memory_limit_mb = 4096  # per grading kernel; the solved homework peaks well below 1 GB
+c.GradingSandbox.memory_limit_mb = 4096  # per grading kernel: room for the solved homework, a cap for a memory bomb
 c.GradingSandbox.cpu_limit_s = 900       # per grading kernel, whole notebook (c.Execute.timeout is per cell)
 # The course's grading secret: never committed (.gitignore), created on first use. Hidden tests draw their inputs from
 # a salt derived from it, so knowing a test's code does not tell a student its inputs.

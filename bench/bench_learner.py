@@ -18,8 +18,7 @@ import jupytext
 import nbformat
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, run_notebook  # noqa: E402
+from _common import ROOT, machine, run_notebook  # bench/ is on sys.path: the script's folder
 
 LIMIT_S, LIMIT_MB = 20.0, 1024.0
 

@@ -57,6 +57,7 @@ def setup_chapter(seed=0, figure_format="png"):
 
 # --- from book/01_tokens_and_shapes.md ---
 import math
+import numbers
 
 import torch
 
@@ -65,6 +66,7 @@ def matches(answer, expected, tolerance=1e-4):
     """True if `answer` equals `expected`: floats and float tensors within `tolerance`, everything else exactly.
 
     Tuples, lists and dicts are compared element by element; a tensor must have the expected shape and dtype kind.
+    A NumPy number counts as the Python number it holds (`numbers.Integral`, `numbers.Real`).
     """
     if isinstance(answer, torch.Tensor) and answer.numel() == 1 and not isinstance(expected, torch.Tensor):
         answer = answer.item()  # a one-element tensor counts as the number it holds
@@ -76,11 +78,11 @@ def matches(answer, expected, tolerance=1e-4):
                 answer.double(), expected.double(), rtol=tolerance, atol=tolerance)
         return not answer.is_floating_point() and torch.equal(answer.long(), expected.long())
     if isinstance(expected, bool) or isinstance(answer, bool):
-        return isinstance(answer, bool) and answer == expected
-    if isinstance(expected, int) and not isinstance(expected, bool):
-        return isinstance(answer, int) and answer == expected
+        return isinstance(answer, bool) and isinstance(expected, bool) and answer == expected
+    if isinstance(expected, int):
+        return isinstance(answer, numbers.Integral) and answer == expected
     if isinstance(expected, float):
-        return isinstance(answer, (int, float)) and math.isclose(answer, expected, rel_tol=tolerance,
+        return isinstance(answer, numbers.Real) and math.isclose(answer, expected, rel_tol=tolerance,
                                                                  abs_tol=tolerance)
     if isinstance(expected, (tuple, list, torch.Size)):
         return (isinstance(answer, (tuple, list, torch.Size)) and len(answer) == len(expected)

@@ -24,6 +24,14 @@ class CourseKitError(Exception):
 
 
 def copy_course(dest: Path, root: Path = ROOT) -> Path:
-    """Copy the course (book, assignments, release, configuration, tooling) into ``dest`` and return it."""
-    shutil.copytree(root, dest, ignore=COPY_IGNORE, symlinks=True)
+    """Copy the course (book, assignments, release, configuration, tooling) into ``dest`` and return it: no student
+    data (a graded ``autograded/`` keeps only its README), no environment, no build."""
+    graded = Path(root).resolve() / "autograded"
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        if Path(folder).resolve() == graded:
+            return {n for n in names if n != "README.md"}
+        return COPY_IGNORE(folder, names)
+
+    shutil.copytree(root, dest, ignore=ignore, symlinks=True)
     return dest

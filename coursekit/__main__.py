@@ -9,7 +9,6 @@ COMMANDS = {
     "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
     "grade": ("coursekit.grade", "pre-flight, then autograde a cohort with N parallel workers"),
     "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
-    "report": ("coursekit.report", "regenerate the book's autograding tables (planted mistakes, hostile cohort)"),
 }
 
 

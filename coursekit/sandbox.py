@@ -96,13 +96,20 @@ class GradingSandbox(LoggingConfigurable):
                          "RLIMIT_NPROC to root): grade as an ordinary user instead")
         if found:
             return found
-        probe = subprocess.run([self.bwrap, "--unshare-all", "--die-with-parent", *self._system_binds(),
-                                "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, text=True)
+        # The probe is the grading kernel's own sandbox (every flag, mount and limit) around `true`: a container
+        # that allows namespaces but not, say, setting the hostname fails here, not in every kernel later.
+        with tempfile.TemporaryDirectory(prefix="grading-probe-") as tmp:
+            work, private = Path(tmp) / "work", Path(tmp) / "private"
+            work.mkdir()
+            private.mkdir()
+            probe = subprocess.run(self.command(["true"], str(work), private), capture_output=True, text=True,
+                                   timeout=60)
         if probe.returncode:
-            return [f"bubblewrap cannot create its namespaces here ({probe.stderr.strip() or probe.returncode}): "
+            return [f"bubblewrap cannot build the sandbox here ({probe.stderr.strip() or probe.returncode}): "
                     f"unprivileged user namespaces must be allowed (`sysctl kernel.unprivileged_userns_clone=1`; on "
                     f"Ubuntu 24.04 and later `sysctl kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor "
-                    f"profile for bwrap; in a container, run it with user namespaces allowed)"]
+                    f"profile for bwrap); in a container, see the instructors page, 'Grading from macOS or Windows', "
+                    f"for the options Docker and Podman need"]
         return []
 
     def check(self) -> None:
@@ -131,9 +138,9 @@ class GradingSandbox(LoggingConfigurable):
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         return args
 
-    def command(self, kernel_cmd: list[str], workdir: str, private: Path, info_fd: int) -> list[str]:
+    def command(self, kernel_cmd: list[str], workdir: str, private: Path, info_fd: int | None = None) -> list[str]:
         """``kernel_cmd`` wrapped in bwrap and prlimit. ``private`` holds the connection file and the sockets; bwrap
-        writes the PID of the sandbox's init to ``info_fd``."""
+        writes the PID of the sandbox's init to ``info_fd`` (if given)."""
         home = "/home/student"
         (private / "passwd").write_text(f"student:x:1000:1000:student:{home}:/bin/sh\n")
         (private / "group").write_text("student:x:1000:\n")
@@ -142,7 +149,7 @@ class GradingSandbox(LoggingConfigurable):
         python = [p for p in prefixes if not any(q != p and q in p.parents for q in prefixes)]
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
                 "--uid", "1000", "--gid", "1000", "--hostname", "grading", "--cap-drop", "ALL",
-                "--info-fd", str(info_fd),
+                *(["--info-fd", str(info_fd)] if info_fd is not None else []),
                 *self._system_binds()]
         args += ["--ro-bind", str(private / "passwd"), "/etc/passwd", "--ro-bind", str(private / "group"), "/etc/group",
                  "--proc", "/proc", "--dev", "/dev",

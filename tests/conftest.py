@@ -36,6 +36,18 @@ def tree_digest(path: Path, skip: frozenset[str] = frozenset()) -> dict[str, str
             for p in sorted(path.rglob("*")) if p.is_file() and not skip & set(p.relative_to(path).parts)}
 
 
+def load_course_lib(tmp_path: Path):
+    """Import a copy of book/course_lib.py (importing the original would write its bytecode into the tree and put
+    book/ on sys.path for every later test)."""
+    import importlib.util
+
+    copy = shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
+    spec = importlib.util.spec_from_file_location("course_lib_under_test", copy)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def link_node_modules(course: Path) -> Path:
     """Give a course copy the repository's Node packages (``npm ci``): the site's build renders its math with
     node_modules/katex. Linked, not copied (copies leave node_modules out)."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shutil
 
@@ -12,7 +11,7 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-from conftest import ROOT
+from conftest import ROOT, load_course_lib
 
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" for c in part["chapters"]]
@@ -20,15 +19,6 @@ CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" 
 
 def code_cells(chapter: str) -> list:
     return [c for c in jupytext.read(ROOT / f"{chapter}.md").cells if c.cell_type == "code"]
-
-
-def load_course_lib(tmp_path):
-    """Import a copy of book/course_lib.py (importing the original would write its bytecode into the tree)."""
-    copy = shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
-    spec = importlib.util.spec_from_file_location("course_lib_under_test", copy)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- one setup --------------------------------------------------------------------------------------------------
@@ -193,3 +183,16 @@ def test_try_it_checks_reject_wrong_and_accept_right(chapter, tmp_path):
         printed = "".join(o.get("text", "") for o in nb.cells[index].outputs)
         assert printed.startswith(verdict), (
             f"{chapter}: after\n{nb.cells[index - 1].source}\nthe check printed {printed!r}, expected {verdict!r}")
+
+
+def test_matches_takes_numpy_numbers_for_what_they_hold_and_keeps_kinds_apart(tmp_path):
+    """A right answer computed with NumPy (np.int64, np.float32) is right; a bool is not a number, nor 4.0 a count."""
+    import numpy as np
+    import torch
+
+    matches = load_course_lib(tmp_path).matches
+    assert matches(np.int64(4), 4) and matches(np.float32(0.25), 0.25) and matches(np.float64(7.0), 7.0)
+    assert matches(torch.tensor(3), 3) and matches(3, 3.0)
+    assert not matches(np.int64(5), 4) and not matches(np.float32(0.5), 0.25)
+    assert not matches(4.0, 4), "a count asks for a whole number"
+    assert not matches(True, 1) and not matches(1, True) and matches(False, False)

@@ -72,3 +72,19 @@ def test_pin_parser_rejects_ranges():
 
     with pytest.raises(AssertionError, match="not an exact pin"):
         pins_from_lines(["torch>=2.2"], "x")
+
+
+def test_a_course_copy_takes_no_student_data(tmp_path):
+    """Tests, benchmarks and reports work on copies of the course: a copy of a course that has been graded starts
+    with no submissions, grades or gradebook (they would belong to students the copy's gradebook does not know)."""
+    from coursekit import copy_course
+
+    course = copy_course(tmp_path / "graded")
+    for folder in ("submitted/s1/transformers", "autograded/s1/transformers", "feedback/s1/transformers"):
+        (course / folder).mkdir(parents=True)
+        (course / folder / "transformers.ipynb").write_text("{}")
+    (course / "gradebook.db").write_text("")
+    copy = copy_course(tmp_path / "copy", root=course)
+    assert sorted(p.name for p in (copy / "autograded").iterdir()) == ["README.md"]
+    assert not (copy / "submitted").exists() and not (copy / "feedback").exists()
+    assert not (copy / "gradebook.db").exists() and (copy / "nbgrader_config.py").exists()

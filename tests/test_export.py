@@ -4,10 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT))
-from coursekit import export  # noqa: E402
+from conftest import ROOT, load_course_lib
+from coursekit import export
 
 
 def test_course_lib_is_up_to_date():
@@ -26,9 +24,9 @@ def test_save_cells_are_found_and_others_ignored(tmp_path):
     assert export.saved_cells(chapter) == ["def f():\n    return 1\n", "X = 2\n"]
 
 
-def test_course_lib_imports_and_exposes_make_sample():
-    sys.path.insert(0, str(ROOT / "book"))
-    import course_lib
-
+def test_course_lib_imports_and_exposes_make_sample(tmp_path):
+    # From a copy, as test_chapters does: importing book/course_lib.py itself would write its bytecode into the tree
+    # and leave book/ on sys.path for every test after this one.
+    course_lib = load_course_lib(tmp_path)
     x, padding, y = course_lib.make_sample(16, 11)
     assert tuple(x.shape) == (16, 8, 2) and tuple(padding.shape) == (16, 8) and tuple(y.shape) == (16,)

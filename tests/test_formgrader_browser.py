@@ -12,15 +12,20 @@ import re
 
 import pytest
 
-from browser_util import RequestRecorder, artifacts_dir, launch, require_browser_tools
+from browser_util import (UI_TIMEOUT_MS, Lab, RequestRecorder, artifacts_dir, awaiting, chromium, jupyter_env,
+                          require_browser_tools)
 from conftest import BIN, copy_course, run
 from coursekit.cohort import Submission
 from coursekit.graders import model_answers
-from test_binder import Lab, _env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STUDENT, ANSWER = "s_ada", "handcrafted_rule"
 COMMENT = "Clear rule; the second half could say why the model must discover it."
+
+
+def _saved(kind: str):
+    """The formgrader's PUT of a grade or comment: its handler commits to the gradebook before it answers."""
+    return lambda response: response.request.method == "PUT" and f"/formgrader/api/{kind}/" in response.url
 
 
 @pytest.fixture(scope="module")
@@ -35,49 +40,52 @@ def graded_in_browser(tmp_path_factory):
                answers={ANSWER: "Yes, pick the largest key and read its value's sign. Learning still matters."}).write(course)
     run([BIN / "nbgrader", "autograde", "transformers"], cwd=course, timeout=900)
     shots = artifacts_dir(tmp_path_factory, "formgrader-screenshots")
-    lab = Lab(course, _env(tmp / "config", tmp / "data", tmp / "runtime"), tmp / "jupyter-lab.log")
     seen = {}
-    try:
-        with sync_playwright() as pw:
-            context = launch(pw, tmp / "chromium-profile")
-            try:
-                recorder = RequestRecorder(context, lab.base)
-                page = context.new_page()
-                page.set_default_timeout(120_000)
-                page.goto(f"{lab.base}lab?reset&token={lab.token}", wait_until="load")
-                page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).click()
-                page.locator(".lm-Menu-item", has_text=re.compile(r"^Formgrader$")).click()
-                grader = page.frame_locator("iframe").first
-                grader.get_by_role("link", name="Manual Grading").click()
-                grader.get_by_role("link", name="transformers").first.click()  # the assignment
-                grader.get_by_role("link", name="transformers").first.click()  # its notebook
-                grader.get_by_role("link", name="Submission #1").click()
-                score = grader.locator(f"input.score#{ANSWER}")
-                expect(score, "the written answer's score box").to_be_visible(timeout=120_000)
-                seen["order"] = grader.locator("body").evaluate(f"""() => {{
-                    const box = document.getElementById('{ANSWER}');
-                    const guides = [...document.querySelectorAll('blockquote')]
-                        .filter(b => b.textContent.includes('For graders only') && b.textContent.includes('{ANSWER}'));
-                    return {{guides: guides.length, after: guides.length > 0 &&
-                             !!(box.compareDocumentPosition(guides[0]) & Node.DOCUMENT_POSITION_FOLLOWING),
-                             text: guides.length ? guides[0].textContent : ''}};
-                }}""")
-                guide = grader.locator("blockquote", has_text=f"{ANSWER}").first
-                guide.scroll_into_view_if_needed()
-                page.screenshot(path=str(shots / "formgrader-model-answer.png"))
-                score.fill("1")
-                score.press("Tab")
-                comment = grader.locator(f"textarea#{ANSWER}-comment")
-                comment.fill(COMMENT)
-                comment.press("Tab")
-                # The formgrader saves on change; its "saved" tick appears next to the box.
-                expect(grader.locator(f"#{ANSWER}-saved, .score-saved").first).to_be_attached()
-                page.wait_for_function("() => true")  # one more round trip before reading the gradebook
-                seen["external"] = list(recorder.external)
-            finally:
-                context.close()
-    finally:
-        lab.stop()
+    with Lab(course, jupyter_env(tmp), tmp / "jupyter-lab.log") as lab, sync_playwright() as pw, \
+            chromium(pw, tmp / "chromium-profile") as context:
+        recorder = RequestRecorder(context, lab.base)
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.goto(f"{lab.base}lab?reset&token={lab.token}", wait_until="load")
+        grader = page.frame_locator("iframe").first
+
+        def where():
+            return {"url": page.url, "frames": [f.url for f in page.frames]}
+
+        with awaiting("JupyterLab's Nbgrader → Formgrader → Manual Grading → transformers → Submission #1", where,
+                      page=page, shot=shots / "formgrader-timeout.png"):
+            page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).click()
+            page.locator(".lm-Menu-item", has_text=re.compile(r"^Formgrader$")).click()
+            grader.get_by_role("link", name="Manual Grading").click()
+            grader.get_by_role("link", name="transformers").first.click()  # the assignment
+            grader.get_by_role("link", name="transformers").first.click()  # its notebook
+            grader.get_by_role("link", name="Submission #1").click()
+            score = grader.locator(f"input.score#{ANSWER}")
+            expect(score, "the written answer's score box").to_be_visible(timeout=UI_TIMEOUT_MS)
+        seen["order"] = grader.locator("body").evaluate(f"""() => {{
+            const box = document.getElementById('{ANSWER}');
+            const guides = [...document.querySelectorAll('blockquote')]
+                .filter(b => b.textContent.includes('For graders only') && b.textContent.includes('{ANSWER}'));
+            return {{guides: guides.length, after: guides.length > 0 &&
+                     !!(box.compareDocumentPosition(guides[0]) & Node.DOCUMENT_POSITION_FOLLOWING),
+                     text: guides.length ? guides[0].textContent : ''}};
+        }}""")
+        guide = grader.locator("blockquote", has_text=f"{ANSWER}").first
+        guide.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "formgrader-model-answer.png"))
+        # The formgrader saves on change; wait for each save's answer (the handler has committed by then) rather
+        # than for its "saved" tick, which is in the page from the start.
+        with awaiting(f"the formgrader to save the score of {ANSWER}", where), \
+                page.expect_response(_saved("grade"), timeout=UI_TIMEOUT_MS) as score_saved:
+            score.fill("1")
+            score.press("Tab")
+        comment = grader.locator(f"textarea#{ANSWER}-comment")
+        with awaiting(f"the formgrader to save the comment on {ANSWER}", where), \
+                page.expect_response(_saved("comment"), timeout=UI_TIMEOUT_MS) as comment_saved:
+            comment.fill(COMMENT)
+            comment.press("Tab")
+        seen["saves"] = [(r.value.status, r.value.json()) for r in (score_saved, comment_saved)]
+        seen["external"] = list(recorder.external)
     return {"course": course, "seen": seen, "shots": shots, "tmp": tmp}
 
 
@@ -102,15 +110,12 @@ def test_points_and_comment_reach_the_gradebook_export_and_feedback(graded_in_br
     from playwright.sync_api import sync_playwright
 
     course = graded_in_browser["course"]
-    for _ in range(50):  # the formgrader's last save may still be in flight when the browser closed
-        if grade(course)[0] is not None and grade(course)[2]:
-            break
-        import time
-
-        time.sleep(0.2)
+    (score_status, score), (comment_status, comment) = graded_in_browser["seen"]["saves"]
+    assert score_status == comment_status == 200, graded_in_browser["seen"]["saves"]
+    assert float(score["manual_score"]) == 1.0 and comment["manual_comment"] == COMMENT, (score, comment)
     assert grade(course) == (1.0, False, COMMENT)
     run([BIN / "nbgrader", "export", "--to", str(tmp_path / "grades.csv")], cwd=course)
-    row = next(csv.DictReader(open(tmp_path / "grades.csv")))
+    row = next(csv.DictReader((tmp_path / "grades.csv").read_text().splitlines()))
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -121,15 +126,11 @@ def test_points_and_comment_reach_the_gradebook_export_and_feedback(graded_in_br
     text = " ".join(BeautifulSoup(page_path.read_text(), "html.parser").get_text().split())
     assert COMMENT in text, "the grader's comment is in the feedback"
     assert "For graders only" not in text and "Point guide" not in text, "no model answer in the feedback"
-    with sync_playwright() as pw:
-        context = launch(pw, tmp_path / "profile")
-        try:
-            page = context.new_page()
-            page.goto(page_path.as_uri())
-            page.get_by_text(COMMENT).scroll_into_view_if_needed()
-            page.screenshot(path=str(graded_in_browser["shots"] / "feedback-with-comment.png"))
-        finally:
-            context.close()
+    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        page = context.new_page()
+        page.goto(page_path.as_uri())
+        page.get_by_text(COMMENT).scroll_into_view_if_needed(timeout=UI_TIMEOUT_MS)
+        page.screenshot(path=str(graded_in_browser["shots"] / "feedback-with-comment.png"))
 
 
 def test_the_formgrader_asks_the_network_for_mathjax_only(graded_in_browser):

@@ -1,10 +1,10 @@
 """Wrong answers lose points on their own exercise only; correct alternatives get full points; the book says so.
 
-The catalogue of planted implementations (coursekit/catalog.py) is autograded in a temporary copy of the course with
+The catalogue of planted implementations (tests/catalog.py) is autograded in a temporary copy of the course with
 nbgrader's own autograder (`python -m coursekit grade`, parallel workers calling nbgrader's autograde), and every
 grade cell's score is read through nbgrader's Gradebook API. The table the instructors' page includes
 (book/_generated/grading_catalog.md) must be exactly what this run produces: regenerate it with
-`python -m coursekit report --only catalog`.
+`make report`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import pytest
 
 from conftest import ROOT, copy_course
 
-from coursekit import catalog, cohort, report
+import catalog
+import grading_runs
+import grading_tables
+from coursekit import cohort
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +25,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def catalog_run(tmp_path_factory):
     course = copy_course(tmp_path_factory.mktemp("catalog") / "course")
-    report.prepare(course)
+    grading_runs.prepare(course)
     submissions = catalog.wrong_submissions(course) + catalog.right_submissions(course)
     start = time.perf_counter()
-    run = report.grade_catalog(course, submissions)
-    rows = report.catalog_rows(run["scores"], course)
+    run = grading_runs.grade_catalog(course, submissions)
+    rows = grading_tables.catalog_rows(run["scores"], course)
     print(f"\ncatalog: {len(submissions)} submissions autograded in {time.perf_counter() - start:.0f} s")
     return {"course": course, "run": run, "rows": {r["student"]: r for r in rows}, "rows_list": rows}
 
@@ -72,11 +75,7 @@ def test_every_correct_alternative_gets_full_points(catalog_run):
 
 
 def test_book_table_is_what_the_autograder_does(catalog_run):
-    generated = report.catalog_markdown(catalog_run["rows_list"])
-    committed = (ROOT / report.CATALOG_TABLE).read_text()
-    assert generated == committed, (
-        f"{report.CATALOG_TABLE} is stale: run `python -m coursekit report --only catalog` and commit it.\n"
-        f"--- generated ---\n{generated}")
+    grading_tables.assert_committed(grading_tables.CATALOG_TABLE, grading_tables.catalog_markdown(catalog_run["rows_list"]))
 
 
 def test_book_page_includes_the_tables():

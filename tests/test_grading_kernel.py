@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -116,37 +118,59 @@ print(json.dumps({{
     assert not seen["course_visible"] and not seen["repository_visible"] and not seen["user_home_visible"]
     assert not seen["tcp_to_host"] and seen["interfaces"] == ["lo"]
     assert seen["write_copy"] and seen["write_tmp"], seen
-    assert not seen["write_usr"] and not seen["write_python"] and not seen["write_skeleton"], seen
+    assert not seen["write_usr"] and not seen["write_python"], seen
+    # A repository under /tmp (a CI clone there) lies inside the sandbox's private /tmp: a write to its path lands in
+    # that tmpfs; anywhere else the path is read-only. Either way the real tree never sees it (asserted below).
+    assert not seen["write_skeleton"] or ROOT.resolve().is_relative_to("/tmp"), seen
     # (the working copy of this test lies in /tmp, which the sandbox replaces with its own: the write stays there)
     assert not (work.parent.parent / "elsewhere.txt").exists() and not (ROOT / "x").exists()
     assert errors(outputs[1]) == ["GradingGuardError"], outputs[1]  # the in-kernel guard runs too
 
 
 def test_every_process_dies_with_the_kernel(config, tmp_path):
+    # `sleep` for a number of seconds no other process on this machine uses (other tests, other users' runs), so the
+    # search below finds only what this kernel started.
+    marker = f"300.{secrets.randbelow(10**9):09d}"
     outputs = grade([
-        "import os, subprocess, time\n"
-        "child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "import os, subprocess\n"
+        f"child = subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n"  # returns once sleep runs
+        "ready, done = os.pipe()\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
-        "        time.sleep(3)\n"
-        "        open('survivor.txt', 'w').write('still running')\n"
+        f"        os.execvp('sleep', ['sleep', '{marker}'])\n"
         "    os._exit(0)\n"
-        "print(os.getpid())",
-        "import threading\nthreading.Thread(target=time.sleep, args=(300,)).start()\nprint('last cell')",
+        "os.close(done)\n"
+        "os.read(ready, 1)  # end of file once the grandchild runs sleep (exec closes the pipe) and its parent is gone\n"
+        "mine = [p for p in os.listdir('/proc') if p.isdigit() and "
+        f"'{marker}'.encode() in open(f'/proc/{{p}}/cmdline', 'rb').read()]\n"
+        "print(len(mine))",
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(300,)).start()\nprint('last cell')",
     ], config, tmp_path)
+    assert text(outputs[0]) == "2\n", outputs[0]  # the control: the child and the grandchild were running
     assert text(outputs[1]) == "last cell\n"
-    survivors = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
+    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
     assert survivors == [], survivors
-    import time
-    time.sleep(4)  # longer than the double-forked grandchild would have waited
-    assert not (tmp_path / "survivor.txt").exists()
 
 
 def test_grading_without_the_sandbox_is_refused_naming_what_is_missing(config):
     sandbox = GradingSandbox(config=config, bwrap="/nonexistent/bwrap")
     with pytest.raises(SandboxUnavailable, match=r"bubblewrap .*not installed.*apt-get install bubblewrap"):
         sandbox.check()
+
+
+def test_the_pre_check_builds_the_whole_sandbox(config, tmp_path):
+    """A container may allow namespaces but refuse one of the sandbox's own steps (Podman's default seccomp profile
+    refuses sethostname): the check before grading runs the kernel's own sandbox, so grading stops there, with the
+    message, instead of every kernel dying later."""
+    real = shutil.which("bwrap")
+    fussy = tmp_path / "bwrap"
+    fussy.write_text(f'#!/bin/sh\ncase " $* " in *" --hostname "*) echo "bwrap: Can\'t set hostname to grading: '
+                     f'Operation not permitted" >&2; exit 1;; esac\nexec {real} "$@"\n')
+    fussy.chmod(0o755)
+    assert GradingSandbox(config=config).problems() == []
+    with pytest.raises(SandboxUnavailable, match=r"(?s)Can't set hostname.*Grading from macOS or Windows"):
+        GradingSandbox(config=config, bwrap=str(fussy)).check()
 
 
 def test_the_explicit_opt_out_warns_on_every_run(config, caplog):

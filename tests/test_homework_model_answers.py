@@ -292,6 +292,7 @@ def test_own_example_check_rejects_what_is_wrong(own_example_check, capsys):
         "hand-computed weights differ": (q, k, v, padding, weights.flip(-1), output),
         "hand-computed output differs": (q, k, v, padding, weights, output + 1),
         "at least one key that is not padded": (q, k, v, torch.ones_like(padding), weights, output),
+        "pad at least one key": (q, k, v, torch.zeros_like(padding), weights, output),
         "shapes do not fit together": (q, k[:, :2], v, padding, weights, output),
     }
     for message, args in cases.items():

@@ -16,7 +16,8 @@ import pytest
 
 from conftest import BIN, ROOT, copy_course, run
 
-from coursekit import catalog, cohort, regions
+import catalog
+from coursekit import cohort, regions
 
 pytestmark = pytest.mark.slow
 NBGRADER = str(BIN / "nbgrader")

@@ -5,14 +5,14 @@ test cell runs against them for many salts; and a planted mistake that the fixed
 salt too."""
 from __future__ import annotations
 
-import os
 import random
 import textwrap
 
 import pytest
 
 from conftest import ROOT
-from coursekit import catalog, cohort
+import catalog
+from coursekit import cohort
 
 SALTS = [0] + random.Random(2026).sample(range(1, 2 ** 48), 200)  # a 2 % flaw shows with 98 % probability
 
@@ -24,35 +24,37 @@ def salted(cell) -> bool:
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
     """The namespace of the solved source notebook, every cell but the test cells run (cwd: a scratch folder)."""
+    import torch
+
     nb = cohort.read(cohort.source_path(ROOT))
     namespace: dict = {}
-    old = os.getcwd()
-    os.environ["NBGRADER_EXECUTION"] = "autograde"
-    os.chdir(tmp_path_factory.mktemp("salts"))
-    try:
-        for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
-                exec(compile(cell.source, f"<{meta.get('grade_id', 'cell')}>", "exec"), namespace)
-    finally:
-        os.chdir(old)
-        os.environ.pop("NBGRADER_EXECUTION")
+    threads = torch.get_num_threads()
+    # The notebook runs in this process: give back what it changes (environment, working folder, torch's threads),
+    # so the tests that run after these in the same worker see the process as it was.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NBGRADER_EXECUTION", "autograde")
+        patch.chdir(tmp_path_factory.mktemp("salts"))
+        try:
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+                    exec(compile(cell.source, f"<{meta.get('grade_id', 'cell')}>", "exec"), namespace)
+        finally:
+            torch.set_num_threads(threads)
     return nb, namespace
 
 
 def run_tests(nb, namespace: dict, salt: int) -> dict[str, str]:
     """{grade_id: error} of the salted test cells that fail with ``salt``."""
     failed = {}
-    os.environ["GRADING_SALT"] = str(salt)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADING_SALT", str(salt))
         for cell in filter(salted, nb.cells):
             grade_id = cell.metadata["nbgrader"]["grade_id"]
             try:
                 exec(compile(cell.source, f"<{grade_id}>", "exec"), dict(namespace))
             except Exception as error:  # noqa: BLE001 -- any failure of a test cell is the finding
                 failed[grade_id] = f"{type(error).__name__}: {str(error)[:300]}"
-    finally:
-        os.environ.pop("GRADING_SALT")
     return failed
 
 

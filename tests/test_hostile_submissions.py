@@ -1,11 +1,11 @@
 """Broken and hostile submissions, planted next to honest ones, cost the rest of the cohort nothing and gain nothing.
 
-In a temporary copy of the course: the hostile cohort of coursekit/catalog.py (not JSON, empty, renamed, deleted and
+In a temporary copy of the course: the hostile cohort of tests/catalog.py (not JSON, empty, renamed, deleted and
 duplicated cells, changed cell type, tests edited to `pass`, an infinite loop, a memory bomb, a kernel that kills
 itself, heavy stderr, a multi-megabyte output, monkeypatching of the checking machinery) next to honest "twins" →
 `python -m coursekit preflight transformers` → the stock `nbgrader autograde transformers` (one batch) → graded again
 with `python -m coursekit grade --force` → per-cell scores through nbgrader's Gradebook API. The table on the book's grading-report page must be what this run
-produces (`python -m coursekit report --only hostile` regenerates it).
+produces (`make report` regenerates it).
 """
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from conftest import ROOT, copy_course, tree_digest
-from coursekit import catalog, cohort, report
+import catalog
+import grading_runs
+import grading_tables
+from coursekit import cohort
 
 pytestmark = pytest.mark.slow
 
@@ -36,11 +39,11 @@ def hostile(tmp_path_factory):
     # The cohort contains a real memory bomb (20 GB) and an endless loop: never plant them without the limits.
     assert 0 < limits["memory_mb"] <= 8192 and 0 < limits["timeout"] <= 120, limits
     assert limits["preprocessors"][0].endswith("GradingExecute"), limits
-    report.prepare(course)
+    grading_runs.prepare(course)
     cohort_ = catalog.hostile_cohort(course)
     start = time.perf_counter()
-    run = report.grade_hostile(course, cohort_)
-    rows = report.hostile_rows(cohort_, run["runs"][0]["scores"], run["preflight_kinds"], course)
+    run = grading_runs.grade_hostile(course, cohort_)
+    rows = grading_tables.hostile_rows(cohort_, run["runs"][0]["scores"], run["preflight_kinds"], course)
     print(f"\nhostile cohort: {len(cohort_)} submissions; preflight + 2 autograde runs in "
           f"{time.perf_counter() - start:.0f} s (autograde: "
           + ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"]) + ")")
@@ -141,11 +144,7 @@ def test_autograde_read_the_checked_copy_and_grades_stay_bounded(hostile):
 
 
 def test_book_table_is_what_the_autograder_does(hostile):
-    generated = report.hostile_markdown(hostile["rows"])
-    committed = (ROOT / report.HOSTILE_TABLE).read_text()
-    assert generated == committed, (
-        f"{report.HOSTILE_TABLE} is stale: run `python -m coursekit report --only hostile` and commit it.\n"
-        f"--- generated ---\n{generated}")
+    grading_tables.assert_committed(grading_tables.HOSTILE_TABLE, grading_tables.hostile_markdown(hostile["rows"]))
 
 
 # ------------------------------------------------------------------ fast checks of the pre-flight command itself

@@ -14,7 +14,6 @@ a run without attackers; nothing the attacker started is still running; no socke
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -27,13 +26,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, copy_course, run
+from conftest import BIN, ROOT, copy_course, run, tree_digest
 from coursekit import leaks, regions
 from coursekit.sandbox import GradingSandbox
 from coursekit.cohort import Submission, autograded_cells, body, cells_of, read, release_path, source_path
 
 pytestmark = pytest.mark.slow
-MARKER = "4242"  # the attackers' lingering processes sleep this many seconds: easy to find afterwards
+# The attackers' lingering processes sleep this many seconds: easy to find afterwards, and unique to this run, so
+# another run of these tests on the same machine (another worker, another user) is never mistaken for a survivor.
+MARKER = f"4242.{secrets.randbelow(10**9):09d}"
 
 ATTACKS = {
     "read_absolute": """
@@ -250,9 +251,7 @@ class Listener:
 def tree(course: Path) -> dict[str, str]:
     """Digest of every file of the course outside what the grader writes (autograded/, pre-flight's checked copy) and
     the gradebook (checked through its API)."""
-    skip = {"autograded", "preflight", "gradebook.db", "gradebook.db-journal"}  # the grader's own outputs
-    return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(course.rglob("*")) if p.is_file() and not skip & set(p.relative_to(course).parts)}
+    return tree_digest(course, skip=frozenset({"autograded", "preflight", "gradebook.db", "gradebook.db-journal"}))
 
 
 def scores(course: Path) -> dict[str, dict[str, float]]:
@@ -297,7 +296,9 @@ def grade_cohort(base: Path, scratch: Path) -> dict:
               Submission(honest_id, solved="all", bodies={"masked_mean": f"# {canary['honest']}\n"
                                                           + body("masked_mean")})]
     baseline = course_with(honest, "baseline")
-    env = {"HOME": str(home), "COURSE_API_TOKEN": canary["token"]}
+    # PYTHONDONTWRITEBYTECODE: `python -m coursekit` (the instructor's side, outside the sandbox) imports the course
+    # copy's own coursekit/; its bytecode cache would be a change to the tree that no submission made.
+    env = {"HOME": str(home), "COURSE_API_TOKEN": canary["token"], "PYTHONDONTWRITEBYTECODE": "1"}
     run([str(BIN / "nbgrader"), "autograde", "transformers"], baseline, env=env)
     attackers = []
     course = base / "course"

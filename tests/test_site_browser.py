@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from browser_util import AXE_JS, RequestRecorder, artifacts_dir, launch, require_browser_tools, serve
+from browser_util import (AXE_JS, UI_TIMEOUT_MS, InFlight, RequestRecorder, artifacts_dir, awaiting, chromium,
+                          require_browser_tools, serve, wait_until)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -134,10 +135,11 @@ def _gzip_size(request) -> int:
     return request.sizes()["responseHeadersSize"] + len(body)
 
 
-def _settle(page) -> str:
+def _settle(page, inflight: InFlight) -> str:
+    """Wait for the page's conditions, not for a quiet time: loaded, fonts loaded, no request pending."""
     page.wait_for_load_state("load")
     state = page.evaluate(WAIT_FOR_FONTS)
-    page.wait_for_load_state("networkidle")
+    inflight.settle()
     return state
 
 
@@ -153,11 +155,12 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
             if "ERR_ABORTED" not in (req.failure or "") else None)
     page.on("response", lambda resp: errors.append(f"HTTP {resp.status}: {resp.url}") if resp.status >= 400 else None)
     external_before = len(recorder.external)
+    inflight = InFlight(page)
 
     # Light mode first: "auto" (a first visit) resolves to light in headless Chromium, and each dark pass below
     # ends by choosing light again. Routing disables the HTTP cache, so this visit's bytes are a cold visit's.
     page.goto(base + rel, wait_until="load")
-    fonts = _settle(page)
+    fonts = _settle(page, inflight)
     transferred = 0
     for request in finished:
         sizes = request.sizes()
@@ -176,7 +179,7 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     # Dark mode, as the theme switcher sets it.
     page.evaluate("() => { localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark'); }")
     page.reload(wait_until="load")
-    _settle(page)
+    _settle(page, inflight)
     record["theme_dark"] = page.evaluate("document.documentElement.dataset.theme")
     record["images_dark"] = page.evaluate(IMAGES)
     page.add_script_tag(path=str(AXE_JS))
@@ -205,14 +208,11 @@ def site_visits(built_site, tmp_path_factory) -> dict:
     pages, redirects = _pages(html)
     shots = artifacts_dir(tmp_path_factory, "site-screenshots")
     records = {}
-    with serve(html) as base, sync_playwright() as pw:
-        context = launch(pw, tmp_path_factory.mktemp("chromium-profile"))
-        try:
-            recorder = RequestRecorder(context, base)
-            for rel in pages:
-                records[rel] = _visit(context, recorder, base, html, rel, shots)
-        finally:
-            context.close()
+    with serve(html) as base, sync_playwright() as pw, \
+            chromium(pw, tmp_path_factory.mktemp("chromium-profile")) as context:
+        recorder = RequestRecorder(context, base)
+        for rel in pages:
+            records[rel] = _visit(context, recorder, base, html, rel, shots)
     print("\npage                                         requests   transferred (cold, bytes)   with gzip")
     for rel, rec in records.items():
         print(f"{rel:45s} {rec['requests']:8d}   {rec['bytes']:12,d}   {rec['gzip_bytes']:12,d}")
@@ -372,23 +372,25 @@ def test_axe_finds_no_serious_or_critical_violations(site_visits):
 def test_search_finds_the_attention_chapter(built_site, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    with serve(built_site["html"]) as base, sync_playwright() as pw:
-        context = launch(pw, tmp_path / "profile")
-        try:
-            recorder = RequestRecorder(context, base)
-            page = context.new_page()
-            page.goto(base + "search.html?q=softmax", wait_until="load")
-            page.wait_for_selector("#search-results ul.search li", timeout=60_000)
-            hits = page.eval_on_selector_all("#search-results ul.search li a",
-                                             "els => els.map(e => e.getAttribute('href'))")
-            assert any("02_attention" in h for h in hits), f"search 'softmax' found {hits}"
-            page.goto(base + "search.html?q=zzqxnotaword", wait_until="load")
-            page.wait_for_function(
-                "() => /did not match|no documents/i.test(document.querySelector('#search-results').innerText)",
-                timeout=60_000)
-            assert recorder.external == []
-        finally:
-            context.close()
+    # Sphinx's search adds its hits one by one (a timer per hit) and then writes this summary: read the hits after it.
+    finished = "() => /Search finished|did not match/.test(document.querySelector('#search-results')?.innerText)"
+    results = "() => document.querySelector('#search-results')?.innerText.slice(0, 1000) ?? 'no #search-results'"
+    with serve(built_site["html"]) as base, sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        recorder = RequestRecorder(context, base)
+        page = context.new_page()
+        page.goto(base + "search.html?q=softmax", wait_until="load")
+        wait_until(page, finished, "the search for 'softmax' to finish", seen=results)
+        summary = page.locator("#search-results p.search-summary").inner_text()
+        hits = page.eval_on_selector_all("#search-results ul.search li a",
+                                         "els => els.map(e => e.getAttribute('href'))")
+        found = re.search(r"found (\d+) page", summary)
+        shown = page.locator("#search-results ul.search > li").count()
+        assert found and int(found.group(1)) == shown > 0, f"{summary!r} but {shown} hits shown: {hits}"
+        assert any("02_attention" in h for h in hits), f"search 'softmax' found {hits}"
+        page.goto(base + "search.html?q=zzqxnotaword", wait_until="load")
+        wait_until(page, finished, "the search for a non-word to finish", seen=results)
+        assert re.search(r"did not match", page.locator("#search-results").inner_text()), "a non-word found pages"
+        assert recorder.external == []
 
 
 def test_thebe_loads_nothing_until_the_reader_clicks(built_site, tmp_path):
@@ -396,24 +398,22 @@ def test_thebe_loads_nothing_until_the_reader_clicks(built_site, tmp_path):
 
     chapter = "book/02_attention.html"
     assert (built_site["html"] / chapter).exists()
-    with serve(built_site["html"]) as base, sync_playwright() as pw:
-        context = launch(pw, tmp_path / "profile")
-        try:
-            recorder = RequestRecorder(context, base)
-            page = context.new_page()
-            page.goto(base + chapter, wait_until="load")
-            _settle(page)
-            assert recorder.external == [], f"requests before any click: {recorder.external}"
-            assert page.evaluate("typeof thebelab") == "undefined"
-            # When it does start, Thebe asks Binder for the same repository and branch, and a kernel in book/ (so
-            # `from course_lib import ...` works).
-            thebe_config = page.locator("script[type='text/x-thebe-config']").text_content()
-            repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
-            assert f'repo: "{repo}"' in thebe_config and f'ref: "{CONFIG["repository"]["branch"]}"' in thebe_config
-            assert re.search(r'path: "(\./)?book"', thebe_config), thebe_config
-            # The reader opens the launch menu and clicks "Live Code": only now is Thebe fetched.
-            with page.expect_request(lambda r: not recorder.is_local(r.url), timeout=30_000) as first:
-                page.locator(".btn-launch-thebe").first.evaluate("el => el.click()")
-            assert re.match(r"https://unpkg\.com/thebe@[\d.]+/lib/index\.js$", first.value.url), first.value.url
-        finally:
-            context.close()
+    with serve(built_site["html"]) as base, sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        recorder = RequestRecorder(context, base)
+        page = context.new_page()
+        inflight = InFlight(page)
+        page.goto(base + chapter, wait_until="load")
+        _settle(page, inflight)
+        assert recorder.external == [], f"requests before any click: {recorder.external}"
+        assert page.evaluate("typeof thebelab") == "undefined"
+        # When it does start, Thebe asks Binder for the same repository and branch, and a kernel in book/ (so
+        # `from course_lib import ...` works).
+        thebe_config = page.locator("script[type='text/x-thebe-config']").text_content()
+        repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
+        assert f'repo: "{repo}"' in thebe_config and f'ref: "{CONFIG["repository"]["branch"]}"' in thebe_config
+        assert re.search(r'path: "(\./)?book"', thebe_config), thebe_config
+        # The reader opens the launch menu and clicks "Live Code": only now is Thebe fetched.
+        with awaiting("the click on Live Code to request Thebe", lambda: recorder.external), \
+                page.expect_request(lambda r: not recorder.is_local(r.url), timeout=UI_TIMEOUT_MS) as first:
+            page.locator(".btn-launch-thebe").first.evaluate("el => el.click()")
+        assert re.match(r"https://unpkg\.com/thebe@[\d.]+/lib/index\.js$", first.value.url), first.value.url

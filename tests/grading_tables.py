@@ -1,88 +1,36 @@
-"""What the autograder does with planted submissions, as the tables the instructors' page includes.
+"""The book's autograding tables, from what the real autograder did with planted submissions.
 
-    python -m coursekit report [--jobs N]     # regenerate book/_generated/grading_*.md (a few minutes)
+    .venv/bin/python tests/grading_tables.py [--jobs N] [--only catalog|hostile]   # or: make report
 
-runs, in a temporary copy of the course, the real ``nbgrader generate_assignment`` and autograde on
-
-* the catalogue (``coursekit.catalog``): every planted wrong implementation and every correct alternative, graded
-  with ``python -m coursekit grade`` (nbgrader's own autograder, N workers);
-* the hostile cohort: broken and hostile submissions next to honest twins, checked by ``python -m coursekit
-  preflight``, graded by the stock ``nbgrader autograde transformers`` in one batch, then graded again by
-  ``python -m coursekit grade --force`` (the scores must not change);
-
-reads every grade cell's score through nbgrader's ``Gradebook`` API, and writes ``book/_generated/grading_catalog.md``
-and ``book/_generated/grading_hostile.md``. The tests (``tests/test_grading_catalog.py``,
-``tests/test_hostile_submissions.py``) do the same runs and fail if a table differs from the committed one, so the
-book always shows what the autograder really does.
+regenerates ``book/_generated/grading_catalog.md`` (every planted wrong implementation and correct alternative of
+``catalog.py``) and ``book/_generated/grading_hostile.md`` (the hostile cohort next to honest twins) from real runs
+in a temporary copy of the course (``grading_runs.py``; a few minutes). The tests (``test_grading_catalog.py``,
+``test_hostile_submissions.py``) do the same runs and fail if a table differs from the committed one, so the book
+always shows what the autograder really does.
 """
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from . import ROOT, copy_course
-from .catalog import EXERCISES, Hostile, plants
-from .cohort import autograded_cells, cells_of, read, source_path
+from catalog import EXERCISES, Hostile, hostile_cohort, plants, right_submissions, wrong_submissions
+from coursekit import ROOT, copy_course
+from coursekit.cohort import autograded_cells, cells_of, read, source_path
+from grading_runs import grade_catalog, grade_hostile, prepare
 
 GENERATED = Path("book") / "_generated"
 CATALOG_TABLE = GENERATED / "grading_catalog.md"
 HOSTILE_TABLE = GENERATED / "grading_hostile.md"
 
 
-# ------------------------------------------------------------------------------------------------ running
-def bin_dir() -> Path:
-    return Path(sys.executable).parent
+def assert_committed(table: Path, generated: str) -> None:
+    """The committed table (the regression file) is exactly what this run generated."""
+    committed = (ROOT / table).read_text()
+    assert generated == committed, f"{table} is stale: run `make report` and commit it.\n--- generated ---\n{generated}"
 
 
-def command(args: list[str], cwd: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{bin_dir()}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-
-def prepare(course: Path) -> None:
-    """The gradebook (assignment, notebooks, cells) from the source, as an instructor's first step creates it."""
-    proc = command([str(bin_dir() / "nbgrader"), "generate_assignment", "transformers", "--force"], course)
-    if proc.returncode:
-        raise RuntimeError(f"generate_assignment failed:\n{proc.stderr[-4000:]}")
-
-
-def cell_scores(course: Path, students) -> dict[str, dict[str, float] | None]:
-    """{student: {grade id: autograded score}} for the autograded cells (None: no submission in the gradebook)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    found: dict[str, dict[str, float] | None] = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in students:
-            try:
-                notebook = gb.find_submission_notebook("transformers", "transformers", student)
-            except MissingEntry:
-                found[student] = None
-                continue
-            found[student] = {g.name: float(g.auto_score) for g in notebook.grades
-                              if g.cell.cell_type == "code" and g.auto_score is not None}
-    return found
-
-
-def grade_catalog(course: Path, submissions, jobs: int | None = None) -> dict:
-    """Write and autograde the catalogue in ``course`` (parallel, nbgrader's own autograder); return the run."""
-    for sub in submissions:
-        sub.write(course)
-    start = time.perf_counter()
-    args = [sys.executable, "-m", "coursekit", "grade", "transformers", "--no-progress", "--force"]
-    if jobs:
-        args += ["--jobs", str(jobs)]
-    proc = command(args, course)
-    seconds = time.perf_counter() - start
-    return {"proc": proc, "seconds": seconds, "scores": cell_scores(course, [s.student for s in submissions])}
-
-
-# ------------------------------------------------------------------------------------------------ tables
 def _cells(root: Path) -> dict[str, float]:
     return autograded_cells(read(source_path(root)))
 
@@ -114,7 +62,7 @@ def catalog_markdown(rows: list[dict]) -> str:
     wrong = [r for r in rows if r["kind"] == "wrong"]
     right = [r for r in rows if r["kind"] == "right"]
     total = rows[0]["total"] if rows else 0
-    out = ["<!-- Generated by `python -m coursekit report` from a real autograde run; checked by "
+    out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_grading_catalog.py. Do not edit by hand. -->", "",
            f"**Planted mistakes caught: {sum(r['ok'] for r in wrong)} of {len(wrong)}** — each loses points on its "
            f"own exercise's test cells and nowhere else.", "",
@@ -164,7 +112,7 @@ def hostile_rows(cohort: list[Hostile], scores: dict[str, dict | None], prefligh
 
 def hostile_markdown(rows: list[dict]) -> str:
     hostile = [r for r in rows if not r["student"].startswith("twin_")]
-    out = ["<!-- Generated by `python -m coursekit report` from a real autograde run; checked by "
+    out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_hostile_submissions.py. Do not edit by hand. -->", "",
            f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, graded "
            f"in one `nbgrader autograde` batch next to honest submissions.", "",
@@ -177,46 +125,8 @@ def hostile_markdown(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
-# ------------------------------------------------------------------------------------------------ hostile run
-def grade_hostile(course: Path, cohort: list[Hostile]) -> dict:
-    """Plant the cohort, pre-flight it, autograde it with the stock CLI in one batch; return the run."""
-    import hashlib
-    import json
-
-    from . import preflight
-
-    for h in cohort:
-        h.submission.write(course)
-
-    def tree(path: Path) -> dict[str, str]:
-        return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in sorted(path.rglob("*")) if p.is_file()}
-
-    before = tree(course / "submitted")
-    pre = command([sys.executable, "-m", "coursekit", "preflight", "transformers", "--root", str(course)], course)
-    result = json.loads((course / preflight.OUT / "transformers.json").read_text())
-    kinds: dict[str, list[str]] = {}
-    for p in result["problems"]:
-        kinds.setdefault(p["student"], []).append(p["kind"])
-    runs = []
-    # Graded twice: by the stock command (one batch), then again (--force) by the parallel grader, which must give
-    # the same scores.
-    for args in ([str(bin_dir() / "nbgrader"), "autograde", "transformers", "--force",
-                  f"--CourseDirectory.submitted_directory={preflight.OUT}/submitted"],
-                 [sys.executable, "-m", "coursekit", "grade", "transformers", "--force", "--no-progress"]):
-        start = time.perf_counter()
-        proc = command(args, course)
-        runs.append({"proc": proc, "seconds": time.perf_counter() - start, "command": " ".join(args[-4:]),
-                     "scores": cell_scores(course, [h.submission.student for h in cohort])})
-    return {"preflight": pre, "preflight_kinds": kinds, "runs": runs, "before": before,
-            "after": tree(course / "submitted")}
-
-
-# ------------------------------------------------------------------------------------------------ command
 def main(argv: list[str] | None = None) -> int:
-    from .catalog import hostile_cohort, right_submissions, wrong_submissions
-
-    parser = argparse.ArgumentParser(prog="python -m coursekit report", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="tests/grading_tables.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", "-j", type=int, default=None, help="autograde workers for the catalogue")
     parser.add_argument("--only", choices=["catalog", "hostile"], help="regenerate one table only")
     args = parser.parse_args(argv)

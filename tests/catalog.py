@@ -9,18 +9,19 @@ the source except ONE function, whose body is replaced by the planted implementa
   must give each of them every autograded point.
 
 ``tests/test_grading_catalog.py`` autogrades them all with the real nbgrader, checks both statements per grade
-cell through the Gradebook API, and compares the resulting table (``coursekit.report``) with the committed copy
-the instructors' page includes (``book/_generated/grading_catalog.md``). The bodies below are test data, not
+cell through the Gradebook API, and compares the resulting table (``tests/grading_tables.py``) with the committed
+copy the instructors' page includes (``book/_generated/grading_catalog.md``). The bodies below are test data, not
 teaching material: they never appear on the site.
 """
 from __future__ import annotations
 
+import copy
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ROOT
-from .cohort import Submission, body
+from coursekit import ROOT
+from coursekit.cohort import Submission, autograded_cells, body, cells_of, function_cells, grade_id, read, source_path
 
 EXERCISES = {  # function -> how the report names its exercise
     "attention": "2 attention",
@@ -324,27 +325,20 @@ class Hostile:
 
 
 def _cell(gid: str):
-    from .cohort import grade_id
     return lambda nb: next(c for c in nb.cells if grade_id(c) == gid)
 
 
 def _mutate_delete(gid: str):
-    from .cohort import grade_id
-
     def mutate(nb):
         nb.cells = [c for c in nb.cells if grade_id(c) != gid]
     return mutate
 
 
 def _mutate_duplicate(*gids: str):
-    import copy as _copy
-
-    from .cohort import grade_id
-
     def mutate(nb):
         for gid in gids:
             i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
-            dup = _copy.deepcopy(nb.cells[i])
+            dup = copy.deepcopy(nb.cells[i])
             dup["id"] = f"{dup.get('id', 'cell')}-copy"[:64]  # Jupyter gives a pasted cell a new id
             nb.cells.insert(i + 1, dup)
     return mutate
@@ -368,8 +362,6 @@ def _mutate_sources(gids, text: str):
 
 def _after_function(function: str, code: str, root: Path, mutate=None) -> dict:
     """bodies + mutate so that ``code`` runs at top level right after ``function``'s definition, in its cell."""
-    from .cohort import function_cells, grade_id, read, source_path
-
     gid = function_cells(read(source_path(root)))[function]
 
     def add(nb):
@@ -382,8 +374,6 @@ def _after_function(function: str, code: str, root: Path, mutate=None) -> dict:
 
 def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
     """Broken and hostile submissions, planted next to honest ones (their twins), for tests/test_hostile_submissions.py."""
-    from .cohort import autograded_cells, cells_of, read, source_path
-
     root = Path(root)
     everything = frozenset(autograded_cells(read(source_path(root))))
     no_scaling = next(p for p in WRONG if p.key == "no_scaling").code
