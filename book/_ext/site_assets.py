@@ -14,7 +14,7 @@
    announcement banner, which this site has not, would need adding.)
 3. **Only what a page uses, without blocking.** Each page loads the scripts and stylesheets of the features its body
    has (``PAGE_FEATURES``: math, code blocks with copy buttons, toggles, sphinx-design, notebook cells, Thebe on
-   pages with its launch button), and its scripts are ``defer``\ red (they run in order after the HTML is parsed),
+   pages with its launch button), and its scripts are deferred (``defer``: they run in order after the HTML is parsed),
    except documentation_options.js, which the inline scripts after it use. book/_templates/layout.html keeps the
    search index off pages other than search.html.
 4. **Figures that do not move the page.** Raster images get their pixel size as ``width``/``height`` attributes
