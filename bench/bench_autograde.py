@@ -13,6 +13,9 @@ In a temporary copy of the course: ``nbgrader generate_assignment``, then a coho
 * **sequential**: stock ``nbgrader autograde transformers`` over the whole cohort, every kernel in the sandbox;
   per-submission wall time from
   the gaps between consecutive autograded notebooks' modification times (median), and total / students;
+* **unsandboxed**: the same sequential autograde with ``--GradingSandbox.enabled=False`` (stock nbgrader, plain
+  kernel, no guard), so what the sandbox adds to a whole autograde is told apart from what the homework's cells and
+  nbgrader cost anyway;
 * **parallel**: ``python -m coursekit grade transformers --jobs N --force`` on the same cohort; its throughput
   against the sequential run's, and its ``nbgrader export`` CSV against the sequential one (must be identical);
 * **cells**: the solved notebook in the grading kernel autograde starts (kernelspec ``course-grading``) with
@@ -81,6 +84,12 @@ def main(argv=None) -> int:
         floors = floor(args.floor_runs, scratch)
         boxed = floor(args.floor_runs, scratch, kernel="course-grading")
         seq_total, seq = sh([BIN / "nbgrader", "autograde", ASSIGNMENT], course, check=False)
+        gaps = per_submission_from_mtimes(course, students)
+        sh([BIN / "nbgrader", "export", "--to", work / "sequential.csv"], course)
+        # The same autograde with the sandbox switched off: what stock nbgrader costs on this homework without it.
+        bare_total, _ = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, "--force", "--GradingSandbox.enabled=False"],
+                           course, check=False)
+        bare_gaps = per_submission_from_mtimes(course, students)
         floors += floor(args.floor_runs, scratch)
         boxed += floor(args.floor_runs, scratch, kernel="course-grading")
         fl = median([f["wall"] for f in floors])
@@ -92,12 +101,12 @@ def main(argv=None) -> int:
               f" the sandbox's start cost is {box - fl:+.2f} s per kernel (start alone: "
               f"{median([f['startup'] for f in boxed]):.2f} s vs {median([f['startup'] for f in floors]):.2f} s)")
 
-        gaps = per_submission_from_mtimes(course, students)
-        seq_median = median(gaps)
-        sh([BIN / "nbgrader", "export", "--to", work / "sequential.csv"], course)
+        seq_median, bare_median = median(gaps), median(bare_gaps)
         print(f"  sequential nbgrader autograde  {seq_total:6.1f} s total, {seq_total / n:5.2f} s/submission mean, "
               f"{seq_median:5.2f} s median (p90 {statistics.quantiles(gaps, n=10)[-1]:.2f} s); "
               f"CPU {seq.cpu / n:5.2f} s/submission")
+        print(f"  same, sandbox switched off     {bare_total:6.1f} s total, {bare_total / n:5.2f} s/submission mean, "
+              f"{bare_median:5.2f} s median (p90 {statistics.quantiles(bare_gaps, n=10)[-1]:.2f} s)")
 
         par_total, proc = sh([BIN / "python", "-m", "coursekit", "grade", ASSIGNMENT, "--jobs", args.jobs, "--force",
                               "--no-progress"], course, check=False)
@@ -124,6 +133,10 @@ def main(argv=None) -> int:
         print("\nratios (targets in brackets)")
         print(f"  sandboxed median per submission / floor    {seq_median / fl:5.2f}×  [≤ 1.5×]")
         print(f"  sandboxed floor / floor                    {box / fl:5.2f}×  (the sandbox's own start cost)")
+        print(f"  unsandboxed median per submission / floor  {bare_median / fl:5.2f}×  (stock nbgrader, no sandbox: the "
+              f"homework's own cells and nbgrader's work)")
+        print(f"  sandboxed / unsandboxed autograde median   {seq_median / bare_median:5.2f}×  (what the sandbox adds to "
+              f"a whole autograde)")
         print(f"  notebook alone (grading kernel) / floor    {cells['wall'] / fl:5.2f}×  (the rest is nbgrader's own work)")
         print(f"  parallel throughput / sequential           {seq_total / par_total:5.2f}×  [≥ 1.7×], "
               f"scores {'identical' if same_sorted else 'DIFFERENT'}")
