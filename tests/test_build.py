@@ -137,6 +137,24 @@ def test_a_raising_chapter_fails_the_build_naming_it(tmp_path):
     assert "broken_chapter" in log and "planted failure" in log, log[-3000:]
 
 
+def test_an_edited_stylesheet_reaches_the_site_on_the_next_build(tmp_path):
+    """Sphinx copies static files only when it writes a page: a build after an edit to a stylesheet alone must still
+    ship the new stylesheet (site_assets digests the static files into the configuration)."""
+    book = _mini_book(tmp_path, {"intro": "# Intro\n\nHello.\n"})
+    config = yaml.safe_load((book / "_config.yml").read_text())
+    config["sphinx"]["config"]["html_static_path"] = ["book/_static"]
+    (book / "_config.yml").write_text(yaml.safe_dump(config))
+    static = book / "book" / "_static"
+    static.mkdir()
+    build = [str(BIN / "jupyter-book"), "build", str(book), "-n", "-W", "--keep-going"]
+    served = book / "_build" / "html" / "_static" / "extra.css"
+    for rule in ("p { color: black; }", "p { color: navy; }"):
+        (static / "extra.css").write_text(rule)
+        proc = run(build, cwd=book, check=False)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        assert served.read_text() == rule
+
+
 # ------------------------------------------------------------------ what a reader's browser gets (issue 16)
 MATH_SCRIPT = re.compile(r"mathjax|katex|tex-(chtml|svg|mml)", re.I)
 REDIRECT = re.compile(r'<meta http-equiv="refresh"', re.I)  # Jupyter Book's index.html only redirects

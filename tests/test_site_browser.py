@@ -80,6 +80,23 @@ IMAGES = """async () => {
     });
 }"""
 
+# Folded-away content (closed <details>: hidden code, answers) has no layout box, so the theme's scan of every code
+# block after load does not lay it out; opening one shows its content.
+DETAILS = """async () => {
+    const folded = d => [...d.children].filter(c => c.tagName !== 'SUMMARY');
+    const closed = [...document.querySelectorAll('main details:not([open])')];
+    const laid_out = closed.filter(d => folded(d).some(c => c.getClientRects().length > 0)).length;
+    let opened = null;
+    if (closed.length) {
+        const d = closed[0];
+        d.querySelector('summary').click();
+        await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+        opened = d.open && folded(d).every(c => c.getClientRects().length > 0 && c.offsetHeight > 0);
+        d.querySelector('summary').click();
+    }
+    return {closed: closed.length, laid_out, opened};
+}"""
+
 RUN_AXE = """async () => {
     const result = await axe.run(document, {resultTypes: ['violations']});
     return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
@@ -175,6 +192,7 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     }
     page.add_script_tag(path=str(AXE_JS))
     record["axe_light"] = page.evaluate(RUN_AXE)
+    record["details"] = page.evaluate(DETAILS)
 
     # Dark mode, as the theme switcher sets it.
     page.evaluate("() => { localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark'); }")
@@ -320,6 +338,14 @@ def test_every_png_figure_has_an_opaque_background(site_visits):
     assert images, "the site has no PNG figures"
     transparent = [p.name for p in images if not _png_is_opaque(p)]
     assert not transparent, f"figures with transparent pixels (unreadable in dark mode): {transparent}"
+
+
+def test_closed_details_are_out_of_layout_and_open_on_click(site_visits):
+    details = {rel: rec["details"] for rel, rec in site_visits["pages"].items()}
+    assert sum(d["closed"] for d in details.values()) >= 10, details
+    assert {page: d for page, d in details.items() if d["laid_out"]} == {}, "closed <details> content is laid out"
+    assert {page: d for page, d in details.items() if d["closed"] and not d["opened"]} == {}, \
+        "a <details> did not show its content when opened"
 
 
 def test_launch_buttons_point_to_binder_with_the_right_path_and_branch(site_visits):

@@ -33,6 +33,7 @@ written into ``_static/icons/`` when the build has finished.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import html
 import re
 import shutil
@@ -111,6 +112,19 @@ def katex_package(confdir: str | Path) -> Path:
 
 def _uses_katex(app) -> bool:
     return app.config.html_math_renderer == "katex"
+
+
+def _digest_static_files(app, config):
+    """A config value that changes with the site's own static files (site.css, scripts), so a build rewrites every
+    page and copies them again when one changed. Sphinx copies static files only when some page is written: after
+    an edit to site.css alone, an incremental build found nothing out of date and left the old copy in place."""
+    digest = hashlib.sha256()
+    for entry in config.html_static_path:
+        folder = Path(app.confdir, entry)
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else [folder]:
+            if path.is_file():
+                digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    config.site_static_digest = digest.hexdigest()
 
 
 def _configure_katex(app, config):
@@ -384,6 +398,8 @@ class SizedImagesTranslator(HTML5Translator):
 
 
 def setup(app):
+    app.add_config_value("site_static_digest", "", "html")
+    app.connect("config-inited", _digest_static_files)
     app.set_translator("html", SizedImagesTranslator)
     app.connect("config-inited", _configure_katex)
     app.connect("builder-inited", _stage_static)
