@@ -3,8 +3,8 @@
     .venv/bin/python bench/bench_reader.py [--site _build/html] [--runs 3] [--page book/02_attention.html]
                                            [--json bench/results/reader.json]
 
-The site is served from 127.0.0.1 by a small HTTP server that gzips text responses (HTML, CSS, JS, JSON, SVG), as a
-static host does. Lighthouse (npm ``lighthouse``, pinned in package.json; ``npm ci`` installs it) drives the system
+The site is served from 127.0.0.1 by ``coursekit.preview`` (``python -m coursekit preview``), which gzips text
+responses (HTML, CSS, JS, JSON, SVG) as a static host does. Lighthouse (npm ``lighthouse``, pinned in package.json; ``npm ci`` installs it) drives the system
 Chromium (``CHROME_PATH=/usr/bin/chromium``) with its default mobile preset: an emulated phone, simulated slow 4G
 and a 4x slower CPU. Each page is measured ``--runs`` times; the table shows the median of each value, then the worst
 page for each. Redirect-only pages (Jupyter Book's index.html) are listed, not measured.
@@ -16,10 +16,6 @@ before the timings (simulated from a trace, so they move with the machine's load
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
-import gzip
-import io
 import json
 import os
 import re
@@ -27,9 +23,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from coursekit.preview import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
@@ -37,55 +33,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync"]
 CATEGORIES = ("performance", "accessibility", "best-practices")
-GZIP_TYPES = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
 REFRESH = re.compile(r'<meta http-equiv="refresh"', re.I)
 SKIP = ("_static/", "_sources/", "_images/")
 TARGETS = {"performance": 90, "accessibility": 100, "best-practices": 100, "kb": 600}
-
-
-class GzipHandler(SimpleHTTPRequestHandler):
-    """Static files; text types gzipped (level 6, as nginx and most hosts) when the client accepts it."""
-
-    cache: dict = {}
-    lock = threading.Lock()
-
-    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
-        pass
-
-    def send_head(self):
-        path = Path(self.translate_path(self.path))
-        if path.is_dir():
-            path = path / "index.html"
-        ctype = self.guess_type(str(path))
-        wants_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
-        if not (path.is_file() and wants_gzip and ctype.startswith(GZIP_TYPES)):
-            return super().send_head()
-        key = (path, path.stat().st_mtime_ns)
-        with self.lock:
-            body = self.cache.get(key)
-            if body is None:
-                body = self.cache[key] = gzip.compress(path.read_bytes(), compresslevel=6, mtime=0)
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Vary", "Accept-Encoding")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        return io.BytesIO(body)
-
-
-@contextlib.contextmanager
-def serve_gzip(directory: Path):
-    """Serve ``directory`` on 127.0.0.1 (a free port) with gzip; yields the base URL ending in '/'."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(GzipHandler, directory=str(directory)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def site_pages(html: Path) -> tuple[list[str], list[str]]:
@@ -160,7 +110,7 @@ def main(argv=None) -> int:
     print(f"bench_reader: Lighthouse {version}, mobile preset, {args.runs} runs per page (median), site "
           f"{args.site} served with gzip; {os.cpu_count()} cores, load average {load:.1f} at start")
     results = {}
-    with tempfile.TemporaryDirectory(prefix="bench-reader-") as tmp, serve_gzip(args.site) as base:
+    with tempfile.TemporaryDirectory(prefix="bench-reader-") as tmp, serve(args.site, gzip=True) as base:
         for rel in pages:
             runs = [lighthouse(base + rel, Path(tmp)) for _ in range(args.runs)]
             results[rel] = median_of(runs)

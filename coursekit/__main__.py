@@ -7,6 +7,7 @@ COMMANDS = {
     "cohort": ("coursekit.cohort", "write the homework's demo cohort into submitted/ (for a trial autograde)"),
     "leaks": ("coursekit.leaks", "check published paths for solution/hidden-test lines and student data"),
     "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
+    "preview": ("coursekit.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
     "grade": ("coursekit.grade", "pre-flight, then autograde a cohort with N parallel workers"),
     "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
 }

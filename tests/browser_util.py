@@ -7,12 +7,12 @@ safe-browsing): any request a test records comes from the page under test.
 Browser tests wait for conditions, never for a fixed time: playwright's auto-waiting locators, `expect(...)`, and
 `wait_until` / `wait_for_notebook` below, whose timeouts are generous upper bounds and whose failures say what was
 awaited and what the page showed instead. Servers (`serve`, `Lab`) and browsers (`chromium`) are context managers,
-so they stop even when a test fails.
+so they stop even when a test fails. `serve` is the course's own preview server (`python -m coursekit preview`),
+without gzip here: the site test measures raw bytes and computes what gzip would make of them.
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import queue
@@ -22,9 +22,10 @@ import sys
 import threading
 import time
 import urllib.request
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from coursekit.preview import serve  # noqa: F401 - the tests' static server (serve(html) as base: ...)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -49,25 +50,6 @@ def launch(playwright, user_data_dir: Path, **kwargs):
         str(user_data_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
         viewport={"width": 1280, "height": 900}, **kwargs,
     )
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
-        pass
-
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` over HTTP on 127.0.0.1 (a free port) in a thread; yields the base URL ending in '/'."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(directory)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 class RequestRecorder:

@@ -16,6 +16,7 @@ import yaml
 
 from browser_util import (AXE_JS, UI_TIMEOUT_MS, InFlight, RequestRecorder, artifacts_dir, awaiting, chromium,
                           require_browser_tools, serve, wait_until)
+from coursekit.preview import GZIP_TYPES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,7 +26,6 @@ CHAPTER = re.compile(r"^book/\d\d_[a-z0-9_]+\.html$")
 BLOCKING_IMPACTS = ("serious", "critical")
 # Issue 16: what a page may weigh on a reader's first visit, served with gzip (as a static host does).
 PAGE_BUDGET = 600 * 1024
-GZIP_TYPES = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
 # What no page may load any more: Font Awesome's script and full fonts, a runtime math typesetter.
 HEAVY_ASSETS = re.compile(r"fontawesome\.js|vendor/fontawesome/webfonts|mathjax|tex-chtml|katex(\.min)?\.js", re.I)
 
