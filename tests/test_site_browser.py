@@ -97,6 +97,11 @@ DETAILS = """async () => {
     return {closed: closed.length, laid_out, opened};
 }"""
 
+# Display equations wider than the column (they scroll sideways, so a desktop reader sees them cut off).
+WIDE_MATH = """() => [...document.querySelectorAll('.katex-display > .katex > .katex-html')]
+    .filter(el => el.scrollWidth > el.clientWidth + 1)
+    .map(el => el.closest('.katex').querySelector('annotation')?.textContent.trim().slice(0, 80))"""
+
 RUN_AXE = """async () => {
     const result = await axe.run(document, {resultTypes: ['violations']});
     return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
@@ -207,6 +212,7 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     # screenshot is not scrolling, so show everything for it.
     page.add_style_tag(
         content=".bd-article section, .bd-article section > * { content-visibility: visible !important; }")
+    record["wide_math"] = page.evaluate(WIDE_MATH)
     page.screenshot(path=str(shots / f"{name}-dark.png"), full_page=True)
     page.evaluate("() => { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); }")
 
@@ -346,6 +352,12 @@ def test_closed_details_are_out_of_layout_and_open_on_click(site_visits):
     assert {page: d for page, d in details.items() if d["laid_out"]} == {}, "closed <details> content is laid out"
     assert {page: d for page, d in details.items() if d["closed"] and not d["opened"]} == {}, \
         "a <details> did not show its content when opened"
+
+
+def test_every_display_equation_fits_the_column_on_a_desktop(site_visits):
+    """At 1280 px no equation is cut off; on a phone a wide one scrolls sideways (site.css)."""
+    wide = {rel: rec["wide_math"] for rel, rec in site_visits["pages"].items() if rec["wide_math"]}
+    assert not wide, f"display equations wider than the column (split them with aligned/gathered): {wide}"
 
 
 def test_launch_buttons_point_to_binder_with_the_right_path_and_branch(site_visits):
