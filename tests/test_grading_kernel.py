@@ -101,8 +101,12 @@ print(json.dumps({{
     "write_python": writable({sys.prefix!r} + "/x"), "write_skeleton": writable({str(ROOT / "x")!r}),
 }}))
 """
-    outputs = grade([probe, "import torch\ntorch.testing.assert_close = lambda *a, **k: None"], config, work,
-                    INSTRUCTOR_TOKEN="do-not-leak", OMP_NUM_THREADS="1")
+    # The helpers assert_close calls live in the module that defines it: rebinding one is caught as well.
+    patch_helper = ("import sys, torch\nhome = sys.modules[torch.testing.assert_close.__module__]\n"
+                    "name = next(n for n, v in vars(home).items() if callable(v) and not n.startswith('__') "
+                    "and n != 'assert_close')\nsetattr(home, name, lambda *a, **k: None)")
+    outputs = grade([probe, "import torch\ntorch.testing.assert_close = lambda *a, **k: None", patch_helper], config,
+                    work, INSTRUCTOR_TOKEN="do-not-leak", OMP_NUM_THREADS="1")
     listener.close()
     seen = json.loads(text(outputs[0]))
     assert seen["as"] == limits.memory_limit_mb << 20
@@ -125,6 +129,7 @@ print(json.dumps({{
     # (the working copy of this test lies in /tmp, which the sandbox replaces with its own: the write stays there)
     assert not (work.parent.parent / "elsewhere.txt").exists() and not (ROOT / "x").exists()
     assert errors(outputs[1]) == ["GradingGuardError"], outputs[1]  # the in-kernel guard runs too
+    assert errors(outputs[2]) == ["GradingGuardError"], outputs[2]
 
 
 def test_every_process_dies_with_the_kernel(config, tmp_path):
