@@ -5,10 +5,10 @@
    This extension points sphinxcontrib-katex at that package, and serves its stylesheet and fonts (woff2 only,
    which every browser we support reads) from ``_static/katex/`` instead of a CDN: the reader's browser runs no
    math script at all, and the site works offline.
-2. **Icons without Font Awesome's script.** book/_templates/layout.html drops the theme's 1.49 MB fontawesome.js;
+2. **Icons without Font Awesome's script.** book/_templates/layout.html drops the theme's fontawesome.js (every icon of Font Awesome);
    the theme's stylesheet draws the same icons (``<i class="fa-solid fa-rocket">``) with Font Awesome's webfont.
    Here we serve that font reduced to the glyphs the built pages name, and those the stylesheets draw themselves
-   (admonition icons, ...): a few KB instead of ~270 KB. ``icons.css`` re-declares each of the theme's Font
+   (admonition icons, ...): a small fraction of the whole font. ``icons.css`` re-declares each of the theme's Font
    Awesome faces with a subset made by fontTools from the theme's own font, and the theme's stylesheet keeps the
    per-icon rules of those icons only. (Icons that the theme's scripts insert, e.g. the close button of an
    announcement banner, which this site has not, would need adding.)
@@ -282,8 +282,8 @@ def reduce_icon_rules(css: str, used: set[str]) -> str:
 
 def _reduce_font_awesome(app, exception):
     """After the build: each Font Awesome face of the theme reduced to the glyphs the pages use (WOFF), and the
-    theme's stylesheet in _static/ rewritten from the theme's own with only the icon rules the pages use (a third
-    of its rules and 20 KB of gzip on every page's critical path)."""
+    theme's stylesheet in _static/ rewritten from the theme's own with only the icon rules the pages use (fewer
+    rules to download and match on every page's critical path; bench/README.md has the figures)."""
     if exception is not None or app.builder.format != "html":
         return
     from fontTools import subset
