@@ -43,11 +43,6 @@ c.Execute.startup_timeout = 120
 c.Execute.shutdown_kernel = "immediate"
 # Graded cells a student deleted are put back from the gradebook before grading (with a note in the cell).
 c.OverwriteCells.add_missing_cells = True
-# nbgrader scores a test cell zero if it wrote *anything* to stderr (nbgrader.utils.determine_grade), so a harmless
-# library warning (DeprecationWarning, UserWarning, ...) would cost a student the points of a passing test. The
-# homework's tests fail by raising, never by printing; drop stderr outputs that are warnings before scoring.
-c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"(?m)\b[A-Z]\w*Warning: "
 
 # --- Quiet logs: what an instructor reads is signal ---------------------------------------------------------------
 # Two lines nbgrader prints on every run that ask nothing of you (coursekit.grading.KnownNoise says which and why).
@@ -89,26 +84,28 @@ c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE\nraise NotImplementedError("not done yet: replace this line with your code")'
 }
 
-# --- Grading sandbox (coursekit/sandbox.py; book/instructors.md "What a submission can and cannot do") -----------
-# Every grading kernel runs in a bubblewrap sandbox: its own working copy is the only writable folder, nothing else of
-# the course, your home or your environment is visible, there is no network, every process it starts dies with it,
-# and memory, CPU time, processes and file size are capped. The grading kernelspec names the sandbox's provisioner;
-# the exporter refuses to start grading on a machine where the sandbox cannot be built.
+# --- Grading: the sandbox and the checker (book/instructors.md "What a submission can and cannot do") -------------
+# Every grading kernel runs in a sandbox (coursekit/sandbox/): a private in-memory copy of its files is the only
+# writable folder, nothing else of the course, your home or your environment is visible, there is no network, every
+# process it starts dies with it, and memory (all its processes together), processes, CPU share, file sizes, outputs
+# and the submission's total time are capped. The grading kernelspec names the sandbox's provisioner; the exporter
+# refuses to start grading on a machine where the sandbox cannot be built, or when a submission folder holds links,
+# devices, FIFOs or oversized files.
 c.Execute.kernel_name = "course-grading"
-c.Autograde.exporter_class = "coursekit.sandbox.SandboxedExporter"
-c.GradingSandbox.memory_limit_mb = 4096  # per grading kernel: room for the solved homework, a cap for a memory bomb
-c.GradingSandbox.cpu_limit_s = 900       # per grading kernel, whole notebook (c.Execute.timeout is per cell)
+c.Autograde.exporter_class = "coursekit.sandbox.provisioner.SandboxedExporter"
+c.GradingSandbox.memory_limit_mb = 4096  # per submission, all its processes together
+c.GradingSandbox.wall_limit_s = 600      # per submission, kernel start to last cell (c.Execute.timeout is per cell)
 # The course's grading secret: never committed (.gitignore), created on first use. Hidden tests draw their inputs from
-# a salt derived from it, so knowing a test's code does not tell a student its inputs.
+# a salt derived from it, the student and the submission, so knowing a test's code does not tell a student its inputs.
 c.GradingSandbox.secret_file = os.path.join(HERE, ".grading-secret")
 # c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 
-# Stock preprocessor list, with the sandbox-aware Execute, three small steps of coursekit/grading.py, and the model
-# answers for graders (coursekit/graders.py: inserted into autograded/ only, removed from feedback).
+# Stock preprocessor list, with GradingExecute in place of Execute (coursekit/grading.py): the student's kernel runs the
+# notebook for the record, but every test cell runs in the checker (coursekit/checker/), in this process, reaching the
+# student's functions through a data-only bridge, so no code of a submission can change a verdict. Then two output
+# filters and the model answers for graders (coursekit/graders.py: inserted into autograded/ only).
 c.Autograde.autograde_preprocessors = [
     "coursekit.grading.GradingExecute",
-    "coursekit.grading.RemoveLinks",
-    "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "coursekit.grading.TruncateOutput",

@@ -1,15 +1,14 @@
 """nbgrader autograde preprocessors, one job each (configured in ``nbgrader_config.py``; no fork of nbgrader).
 
 ``Autograde.autograde_preprocessors`` is nbgrader's stock list with ``GradingExecute`` in place of ``Execute`` and
-three small additions after it::
+two output filters after it::
 
-    GradingExecute → RemoveLinks → IgnorePattern → ClearMetadataPreprocessor → LimitOutput → TruncateOutput
-    → PassiveOutputs → SaveAutoGrades → AssignLatePenalties → CheckCellMetadata
+    GradingExecute → ClearMetadataPreprocessor → LimitOutput → TruncateOutput → PassiveOutputs → SaveAutoGrades
+    → ModelAnswers → AssignLatePenalties → CheckCellMetadata
 
-``GradingExecute``  nbgrader's ``Execute`` that survives a kernel that dies mid-notebook and names, in the log, the
-                    student and cell of every timeout, memory error or guard repair.
-``RemoveLinks``     after the kernel is gone, removes symbolic links and special files a submission left in its
-                    working copy, before nbgrader (with your privileges) writes the graded notebook there.
+``GradingExecute``  the student's kernel runs the notebook for the record; every test cell runs in the checker
+                    (``coursekit.checker``); one time budget per submission; survives a kernel that dies; names, in
+                    the log, the student and cell of every timeout, memory error and bridge failure.
 ``TruncateOutput``  caps each stream output's characters (nbgrader's ``LimitOutput`` counts lines only).
 ``PassiveOutputs``  keeps only passive output types (text, PNG, JPEG): no HTML, JavaScript, SVG or Markdown of a
                     submission ever runs in the formgrader, in your browser, with your Jupyter session.
@@ -17,9 +16,7 @@ three small additions after it::
 from __future__ import annotations
 
 import logging
-import os
-import stat
-from pathlib import Path
+import time
 
 from nbclient.exceptions import DeadKernelError
 from nbconvert.preprocessors import Preprocessor
@@ -27,7 +24,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, Unicode
 
-from .regions import nbgrader_meta
+from .regions import delimiters, nbgrader_meta
 
 
 class CoursePreprocessor(Preprocessor):
@@ -71,30 +68,75 @@ def who(resources, index, cell=None) -> str:
 
 
 class GradingExecute(Execute):
-    """nbgrader's Execute, surviving a kernel that dies mid-notebook, and logging what went wrong by student/cell.
+    """nbgrader's Execute with the verdicts taken out of the student's hands (``coursekit.checker``).
 
-    A kernel that dies (``os._exit``, a crash, the CPU cap) aborts a student's whole autograde in stock nbgrader and
-    leaves no grades; here the cell where it died gets an error output saying so and every later code cell the error
-    "not run", so the cells that passed keep their points and the later test cells score zero.
+    The student's kernel runs every cell of the notebook, for the instructor's record, **except the test cells**:
+    those run in the checker, in this process, reaching the student's functions through a data-only bridge. Which
+    cells are tests, and their code, come from the gradebook (the instructor's source), never from the notebook's
+    metadata: a cell runs in the checker only if the gradebook knows its grade id as an autograded test cell (or as
+    a read-only cell, which runs in both places), and what runs is the gradebook's source of that cell.
+
+    Also: a kernel that dies mid-notebook (``os._exit``, a crash, the memory cap) no longer aborts the student's
+    autograde: the cell where it died says so and every later code cell "not run", so the cells that passed keep
+    their points. The whole submission has one time budget (``GradingSandbox.wall_limit_s``): a cell never gets more
+    than what is left of it, and once it is spent the remaining cells are not run (cells a student adds cannot
+    multiply the per-cell limit). Every problem is logged by student and cell.
     """
 
     NOTEWORTHY = {
         "CellTimeoutError": "ran longer than the per-cell time limit (interrupted)",
         "MemoryError": "ran out of memory (the grading kernel's memory cap)",
-        "GradingGuardError": "changed the tests' checking machinery while running (undone; the cell does not count)",
         "KernelDied": "the kernel died",
     }
 
     def preprocess(self, nb, resources=None, km=None):
-        self._died_at = None
-        return super().preprocess(nb, resources, km)
+        from .checker.runner import Checker, salt
+        from .sandbox import GradingSandbox
+
+        self._died_at, self._budget_note = None, False
+        self._output_bytes, self._output_note = 0, False
+        self._cell_timeout = self.timeout
+        sandbox = GradingSandbox(parent=self)
+        self._deadline = time.monotonic() + sandbox.wall_limit_s
+        self.startup_timeout = min(self.startup_timeout, sandbox.wall_limit_s)
+        info = resources["nbgrader"]
+        self._trusted = trusted_cells(info["db_url"], info["notebook"], info["assignment"])
+        for cell in nb.cells:  # only the checker writes this key
+            cell.get("metadata", {}).pop("coursekit", None)
+        self._checker = Checker(None, salt(sandbox.secret(), info["assignment"], info["student"], nb),
+                                delimiters(self.config)["hidden"], self.log)
+        try:
+            with self._checker.session():
+                return super().preprocess(nb, resources, km)
+        finally:
+            self.timeout = self._cell_timeout
 
     def preprocess_cell(self, cell, resources, index):
-        if self._died_at is not None:
+        role, source = self._role(cell)
+        remaining = self._deadline - time.monotonic()
+        if self._died_at is not None or remaining <= 0:
+            if self._died_at is None and not self._budget_note:
+                self._budget_note = True
+                self.log.error("%s: the submission used up its time budget; this and the later cells are not run "
+                               "and score zero", who(resources, index, cell))
+            why = (f"not run: the kernel died in an earlier cell (cell {self._died_at})" if self._died_at is not None
+                   else "not run: the submission used up its time budget")
             if cell.cell_type == "code":
-                cell.outputs = [_error("KernelDied", f"not run: the kernel died in an earlier cell "
-                                                     f"(cell {self._died_at})")]
+                cell.outputs = [_error("KernelDied" if self._died_at is not None else "TimeBudgetExceeded", why)]
                 cell.execution_count = None
+                if role == "test":
+                    _not_run(cell, why)
+            return cell, resources
+        self.timeout = max(1, int(min(self._cell_timeout or remaining, remaining)))
+        if role == "test":
+            cell.source = source
+            self._checker.bridge = self._checker.bridge or self._bridge()
+            self._checker.run_test(cell, time.monotonic() + self.timeout)
+            check = cell.metadata["coursekit"]["check"]
+            if not check["passed"] and check["ename"] in ("BridgeError", "TimeoutError"):
+                self.log.warning("%s: %s", who(resources, index, cell), printable(check["message"]))
+            if self._checker.bridge.dead:
+                self._died_at = index
             return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
@@ -111,32 +153,69 @@ class GradingExecute(Execute):
                 ename = "MemoryError"  # PyTorch's allocator reports the memory cap as a RuntimeError
             if output.get("output_type") == "error" and ename in self.NOTEWORTHY:
                 self.log.warning("%s: %s", who(resources, index, cell), self.NOTEWORTHY[ename])
-            elif output.get("output_type") == "stream" and "[grading guard]" in output.get("text", ""):
-                self.log.warning("%s: %s", who(resources, index, cell), printable(
-                    output["text"].split("[grading guard]", 1)[1].strip().split("\n")[0][:300]))
+        if role == "read-only":
+            self._checker.bridge = self._checker.bridge or self._bridge()
+            self._checker.run_context(source, nbgrader_meta(cell).get("grade_id", str(index)),
+                                      time.monotonic() + self.timeout)
         return cell, resources
 
+    def _role(self, cell) -> tuple[str, str]:
+        """("test" | "read-only" | "", trusted source): from the gradebook, whatever the cell's metadata says."""
+        gid = nbgrader_meta(cell).get("grade_id")
+        if cell.cell_type != "code" or gid not in self._trusted:
+            return "", ""
+        return self._trusted[gid]
 
-class RemoveLinks(CoursePreprocessor):
-    """Remove symbolic links and special files from the submission's working copy once its kernel is gone.
+    def _bridge(self):
+        from .checker.bridge import Bridge
 
-    The sandbox lets a submission write only in its working copy, but nbgrader then writes the graded notebook
-    there with your privileges: a link named like the notebook would make nbgrader overwrite whatever it points to.
-    """
+        return Bridge(self.kc, self.km, self.log)
 
-    def preprocess(self, nb, resources):
-        folder = (resources or {}).get("metadata", {}).get("path")
-        if folder and os.path.isdir(folder):
-            for parent, dirs, files in os.walk(folder, topdown=False):  # never follows links
-                for name in dirs + files:
-                    path = Path(parent, name)
-                    mode = path.lstat().st_mode
-                    if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                        path.unlink()
-                        self.log.warning("%s: removed %s from the working copy (a %s)", who(resources, "-"),
-                                         path.relative_to(folder), "symbolic link" if stat.S_ISLNK(mode)
-                                         else "special file")
-        return nb, resources
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handler, with what a notebook keeps bounded while it streams (``GradingSandbox.
+        output_limit_mb`` per notebook): past the limit, outputs are dropped and a note says so once."""
+        content = msg.get("content", {})
+        size = len(content.get("text", "")) + sum(len(str(v)) for v in content.get("data", {}).values())
+        self._output_bytes = getattr(self, "_output_bytes", 0) + size
+        if self._output_bytes > self._output_limit():
+            if not getattr(self, "_output_note", False):
+                self._output_note = True
+                outs.append(NotebookNode(output_type="stream", name="stdout",
+                                         text="\n[output beyond the grader's limit was dropped]\n"))
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    def _output_limit(self) -> int:
+        from .sandbox import GradingSandbox
+
+        if not hasattr(self, "_limit_bytes"):
+            self._limit_bytes = GradingSandbox(parent=self).output_limit_mb << 20
+        return self._limit_bytes
+
+
+def trusted_cells(db_url: str, notebook: str, assignment: str) -> dict[str, tuple[str, str]]:
+    """{grade id: (role, source)} of the notebook's code cells the checker runs, from the gradebook: "test" for
+    autograded test cells, "read-only" for locked cells that are neither graded nor solutions."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        record = gb.find_notebook(notebook, assignment)
+        graded = {c.name for c in record.grade_cells}
+        solutions = {c.name for c in record.solution_cells}
+        found = {}
+        for cell in record.source_cells:
+            if cell.cell_type != "code" or cell.name in solutions:
+                continue
+            if cell.name in graded:
+                found[cell.name] = ("test", cell.source)
+            elif cell.locked:
+                found[cell.name] = ("read-only", cell.source)
+    return found
+
+
+def _not_run(cell, why: str) -> None:
+    cell.setdefault("metadata", {}).setdefault("coursekit", {})["check"] = {
+        "passed": False, "ename": "NotRun", "message": why, "line": None}
 
 
 class TruncateOutput(CoursePreprocessor):

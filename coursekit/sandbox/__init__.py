@@ -1,0 +1,143 @@
+"""The grading sandbox: every grading kernel runs confined, reaching nothing but a private copy of its files.
+
+Plugged into the stock tools through documented extension points only (``nbgrader_config.py``):
+
+* ``c.Execute.kernel_name = "course-grading"`` selects the grading kernelspec (``coursekit/kernelspec/``, installed
+  into the environment by ``make``), whose ``kernel.json`` names the kernel provisioner ``coursekit-sandbox``
+  (``provisioner.SandboxProvisioner``, registered in ``pyproject.toml``). Every grading kernel starts sandboxed,
+  whichever command starts it: ``nbgrader autograde``, ``python -m coursekit grade``, the formgrader's button.
+* ``c.Autograde.exporter_class = "coursekit.sandbox.provisioner.SandboxedExporter"``: nbgrader builds its exporter
+  once, before it copies any submission; it checks that the sandbox can be built here and that no submission folder
+  holds a link, a device, a FIFO or an oversized file (nbgrader's copy would follow or block on them).
+
+The parts, and what another backend (Docker, Podman) would implement:
+
+``GradingSandbox``  (here) the policy: limits and switches, configured as ``c.GradingSandbox.<trait>``
+``Backend``         (here) the interface: ``problems()`` (what is missing on this machine, probed once per
+                    process) and ``command(kernel_cmd, layout)`` (the argv that runs the kernel confined)
+``bubblewrap``      the Linux backend: namespaces, read-only system, tmpfs working copy, no network
+``cgroups``         one cgroup per sandbox: memory of all its processes, a process cap, a fair CPU share
+``reaper``          removes what a sandbox leaves (cgroups, its private folder) even if grading is killed
+``provisioner``     the jupyter_client kernel provisioner and nbgrader's exporter hook that use all of the above
+"""
+from __future__ import annotations
+
+import functools
+import platform
+import secrets
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from traitlets import Bool, Integer, List, Unicode
+from traitlets.config import LoggingConfigurable
+
+from .. import CourseKitError
+
+UNSANDBOXED = ("GRADING WITHOUT A SANDBOX (c.GradingSandbox.enabled = False): submissions run with your privileges "
+               "and can read, change or send anything you can. Only for submissions you trust.")
+
+
+class SandboxUnavailable(CourseKitError):
+    """The grading sandbox cannot be built on this machine; nothing was graded."""
+
+
+class GradingSandbox(LoggingConfigurable):
+    """The policy: how grading kernels are confined (``c.GradingSandbox.<trait>`` in nbgrader_config.py)."""
+
+    enabled = Bool(True, help="Run every grading kernel in the sandbox. False grades with your own privileges and "
+                              "warns on every run: only for submissions you trust.").tag(config=True)
+    backend = Unicode("bubblewrap", help="The sandbox implementation (see coursekit.sandbox.BACKENDS).").tag(
+        config=True)
+    memory_limit_mb = Integer(4096, help="Memory of all the sandbox's processes together (a cgroup), and of each "
+                                         "one's address space, MiB.").tag(config=True)
+    max_processes = Integer(64, help="Processes and threads a sandbox may run at once (a cgroup).").tag(config=True)
+    cpu_limit_s = Integer(900, help="CPU time of each process of a sandbox (RLIMIT_CPU), seconds.").tag(config=True)
+    wall_limit_s = Integer(600, help="Time budget of one submission, from its kernel's start to its last cell, "
+                                     "seconds (c.Execute.timeout still limits each cell).").tag(config=True)
+    work_size_mb = Integer(256, help="Size of the kernel's working copy, its /tmp and its HOME (each an in-memory "
+                                     "folder), MiB.").tag(config=True)
+    max_file_mb = Integer(64, help="Largest file a grading kernel may write (RLIMIT_FSIZE), and largest file a "
+                                   "submission folder may hold, MiB.").tag(config=True)
+    max_files = Integer(1000, help="Most files a submission folder may hold besides its notebooks.").tag(config=True)
+    output_limit_mb = Integer(16, help="Outputs one graded notebook keeps, all cells together, MiB: more is dropped "
+                                       "as it streams in.").tag(config=True)
+    message_limit_mb = Integer(32, help="Largest single message accepted from a grading kernel, MiB (larger ones "
+                                        "are dropped before they are read).").tag(config=True)
+    env_keep = List(Unicode(), [
+        "NBGRADER_EXECUTION", "NBGRADER_VALIDATING", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+        "OMP_WAIT_POLICY", "TZ"], help="The only environment variables passed on to a grading kernel (besides "
+                                       "PATH, HOME, LANG, TMPDIR and the sandbox's own).").tag(config=True)
+    secret_file = Unicode("", help="File holding the course's grading secret (created on first use, never "
+                                   "committed). Hidden tests draw their inputs from a salt derived from it, the "
+                                   "student and the submission (coursekit.checker.runner.salt).").tag(config=True)
+
+    def implementation(self) -> "Backend":
+        from traitlets.utils.importstring import import_item
+
+        if self.backend not in BACKENDS:
+            raise SandboxUnavailable(f"unknown sandbox backend {self.backend!r} (known: {', '.join(BACKENDS)})")
+        return import_item(BACKENDS[self.backend])()
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable naming what is missing; warn on every run when the sandbox is switched off."""
+        if not self.enabled:
+            self.log.warning(UNSANDBOXED)
+            return
+        found = self.implementation().problems()
+        if found:
+            raise SandboxUnavailable("cannot grade: the grading sandbox is not available on this machine, and "
+                                     "submissions are never run without it.\n  - " + "\n  - ".join(found)
+                                     + "\n(To grade trusted notebooks without it, set c.GradingSandbox.enabled = "
+                                       "False in nbgrader_config.py.)")
+
+    def secret(self) -> bytes:
+        """The course's grading secret (created on first use), or b"" when none is configured."""
+        if not self.secret_file:
+            return b""
+        path = Path(self.secret_file)
+        if not path.exists():
+            path.write_text(secrets.token_hex(32) + "\n")
+            path.chmod(0o600)
+        return path.read_text().strip().encode()
+
+
+@dataclass
+class Layout:
+    """What one sandboxed kernel is given."""
+
+    workdir: str                        # the kernel's working folder (the same path inside, an in-memory copy)
+    files: dict[str, Path]              # relative path -> regular file to copy into it (never notebooks)
+    data: dict[str, int]                # path inside -> file descriptor whose content becomes that read-only file
+    sockets: str                        # folder inside for the kernel's Unix sockets (an in-memory folder)
+    info_fd: int | None = None          # where the backend reports the sandbox's first process
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """A way to confine a grading kernel. ``problems`` is probed once per process and backend."""
+
+    name = ""
+
+    @abstractmethod
+    def probe(self) -> list[str]:
+        """What is missing on this machine to build the sandbox (each with how to get it); empty: it works."""
+
+    @abstractmethod
+    def command(self, kernel_cmd: list[str], layout: Layout, policy: GradingSandbox) -> list[str]:
+        """The argv that runs ``kernel_cmd`` confined as ``layout`` and ``policy`` say."""
+
+    def problems(self) -> list[str]:
+        return list(_probed(type(self)))
+
+
+@functools.lru_cache(maxsize=None)
+def _probed(backend: type) -> tuple[str, ...]:
+    if platform.system() != "Linux":
+        return (f"the grading sandbox needs Linux (this is {platform.system()}): grade in a Linux VM or container, "
+                f"see the instructors page, 'Grading from macOS or Windows'",)
+    return tuple(backend().probe())
+
+
+# Implementations by name (jupyter-cache picks its executors the same way).
+BACKENDS = {"bubblewrap": "coursekit.sandbox.bubblewrap.Bubblewrap"}

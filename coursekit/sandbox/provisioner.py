@@ -1,0 +1,218 @@
+"""The sandbox in the stock tools: a jupyter_client kernel provisioner, and nbgrader autograde's exporter hook.
+
+``SandboxProvisioner`` (named by the grading kernelspec) starts every grading kernel through the configured backend
+(``GradingSandbox.backend``) in a fresh cgroup, with the kernel's channels on Unix sockets inside the sandbox, and
+removes everything it made when the kernel ends (the reaper does it if this process is killed first).
+
+``SandboxedExporter`` (``c.Autograde.exporter_class``) runs once per ``nbgrader autograde``, before nbgrader copies any
+submission: it stops grading when the sandbox cannot be built, or when a submission folder holds what nbgrader's copy
+would follow or block on (a symbolic link, a device, a FIFO) or an oversized file — naming each. ``python -m
+coursekit grade`` pre-flights submissions into a checked copy without them, so it grades such a cohort anyway.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from jupyter_client.provisioning import LocalProvisioner
+from nbconvert.exporters import NotebookExporter
+
+from . import GradingSandbox, Layout, SandboxUnavailable, reaper
+from ..grading import printable
+
+SOCKETS = "/run/grading"
+REFUSED = ("nbgrader_config.py", "gradebook.db", ".git")
+
+
+def submission_files(folder: str, policy: GradingSandbox) -> dict[str, Path]:
+    """{relative path: file} of the regular files of ``folder`` a kernel gets a copy of (never notebooks); raises
+    SandboxUnavailable for a link, a special file, a file over ``max_file_mb`` or more than ``max_files``."""
+    found, problems = {}, []
+    root = Path(folder)
+    for parent, dirs, files in os.walk(root):  # never follows links
+        for name in dirs + files:
+            path = Path(parent, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISDIR(mode):
+                continue
+            relative = str(path.relative_to(root))
+            if not stat.S_ISREG(mode):
+                problems.append(f"{relative}: a {'symbolic link' if stat.S_ISLNK(mode) else 'special file'}")
+            elif path.lstat().st_size > policy.max_file_mb << 20:
+                problems.append(f"{relative}: larger than {policy.max_file_mb} MiB")
+            elif not name.endswith(".ipynb") and ".ipynb_checkpoints" not in path.parts:
+                found[relative] = path
+    if len(found) > policy.max_files:
+        problems.append(f"{len(found)} files (at most {policy.max_files})")
+    if problems:
+        raise SandboxUnavailable(f"{folder}: " + "; ".join(problems[:10]))
+    return found
+
+
+class SandboxProvisioner(LocalProvisioner):
+    """jupyter_client's local provisioner, launching the kernel inside the grading sandbox."""
+
+    _private: Path | None = None
+    _log = None
+    _info: int | None = None
+    _fds: tuple = ()
+    _init_pid: int | None = None
+    _cgroup = None
+    _label = "grading kernel"
+
+    async def pre_launch(self, **kwargs):
+        from ..checker.bridge import BoundedKernelClient
+        from .cgroups import CgroupError, Cgroups
+
+        policy = GradingSandbox(parent=self)
+        policy.check()
+        if not policy.enabled:
+            return await super().pre_launch(**kwargs)
+        km = self.parent
+        workdir = os.path.realpath(kwargs.get("cwd") or os.getcwd())
+        refuse = [p for p in REFUSED if os.path.exists(os.path.join(workdir, p))]
+        if workdir in ("/", os.path.realpath(os.path.expanduser("~"))) or refuse:
+            raise SandboxUnavailable(f"refusing to give a grading kernel a copy of {workdir}: it is not a "
+                                     f"submission's working copy ({', '.join(refuse) or 'a top-level folder'})")
+        files = submission_files(workdir, policy)
+        self._label = "/".join(Path(workdir).parts[-2:])
+        try:
+            self._cgroup = Cgroups.find().new(policy.memory_limit_mb << 20, policy.max_processes)
+        except (CgroupError, OSError) as error:
+            raise SandboxUnavailable(f"cannot create the sandbox's cgroup: {error}") from None
+        self._private = Path(tempfile.mkdtemp(prefix=f"grading-{os.getpid()}-"))
+        reaper.watch([self._private], self._cgroup.paths)
+        km.transport, km.cache_ports = "ipc", False
+        km.connection_file = str(self._private / "kernel.json")
+        km.ip = f"{SOCKETS}/kernel"  # as the kernel sees it; the grading process's path is set at launch
+        km.client_factory = type("Client", (BoundedKernelClient,), {"max_message_bytes": policy.message_limit_mb << 20})
+        kwargs = await super().pre_launch(**kwargs)
+        inside = f"{SOCKETS}/kernel.json"
+        cmd = [inside if arg == km.connection_file else arg for arg in kwargs["cmd"]]
+        backend = policy.implementation()
+        from .bubblewrap import data_fds, passwd_files
+
+        fds, data = data_fds({**passwd_files(), inside: Path(km.connection_file).read_bytes()})
+        self._info, info_w = os.pipe()
+        self._fds = (*fds, info_w)
+        layout = Layout(workdir=workdir, files=files, data=data, sockets=SOCKETS, info_fd=info_w)
+        kwargs["pass_fds"] = self._fds
+        kwargs["cmd"] = backend.command(cmd, layout, policy)
+        kwargs["env"] = backend.environment(kwargs["env"], policy)
+        kwargs["independent"] = True
+        # The kernel process's own stdout/stderr (not the notebook's outputs, which travel over the sockets): an
+        # unlinked file, capped by the sandbox's file size limit, never shown on your terminal.
+        self._log = tempfile.TemporaryFile()
+        kwargs["stdout"] = kwargs["stderr"] = self._log
+        kwargs["preexec_fn"] = self._cgroup.join
+        return kwargs
+
+    async def launch_kernel(self, cmd, **kwargs):
+        info = await super().launch_kernel(cmd, **kwargs)
+        if self._info is None:
+            return info
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = ()
+        with os.fdopen(self._info, "rb") as pipe:  # bwrap writes it as soon as the sandbox exists, or exits
+            self._init_pid = json.loads(pipe.read() or b"{}").get("child-pid")
+        self._info = None
+        if self._init_pid:  # the kernel's sockets, as this process reaches them
+            info = {**info, "ip": f"/proc/{self._init_pid}/root{SOCKETS}/kernel"}
+            self.connection_info = info
+        return info
+
+    async def kill(self, restart: bool = False) -> None:
+        """Kill the sandbox; return once every process in it is gone (so nothing of the submission runs while
+        nbgrader writes its results, and the kernel manager finds the kernel dead at its first look)."""
+        process, init = self.process, self._init_pid
+        await super().kill(restart)
+        try:
+            if process is not None:
+                await _wait(lambda: process.poll() is not None, 5.0)
+            if init:  # the namespace's init exits only after every other process in it is gone
+                await _wait(lambda: _gone(init), 5.0)
+        except TimeoutError:
+            self.log.warning("grading sandbox (pid %s) still running 5 s after SIGKILL", process and process.pid)
+
+    async def cleanup(self, restart: bool = False) -> None:
+        await super().cleanup(restart)
+        if self._log is not None:
+            self._log.seek(0, os.SEEK_END)
+            self._log.seek(max(0, self._log.tell() - 2000))
+            text = self._log.read().decode(errors="replace")
+            if text.strip():
+                self.log.debug("%s: the kernel's own output (last 2,000 bytes): %s", self._label, printable(text))
+            self._log.close()
+            self._log = None
+        if self._cgroup is not None:
+            for problem in self._cgroup.report():
+                self.log.warning("%s: %s", self._label, problem)
+            self._cgroup.remove()
+        if self._private is not None and not restart:
+            shutil.rmtree(self._private, ignore_errors=True)
+        if self._cgroup is not None or self._private is not None:
+            reaper.done([self._private] if self._private else [], self._cgroup.paths if self._cgroup else [])
+        self._cgroup, self._private = None, None
+
+
+async def _wait(done, timeout: float) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not done():
+        if loop.time() > deadline:
+            raise TimeoutError
+        await asyncio.sleep(0.005)
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie has exited too: it only waits for its parent to collect its status)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return True
+
+
+# -------------------------------------------------------------------------------------------------------- exporter
+def unsafe_submissions(coursedir, policy: GradingSandbox) -> list[str]:
+    """Problems of the submission folders ``nbgrader autograde`` is about to copy (links, special files, sizes)."""
+    pattern = coursedir.format_path(coursedir.submitted_directory, coursedir.student_id or "*",
+                                    coursedir.assignment_id or "*")
+    found = []
+    for folder in sorted(glob.glob(pattern)):
+        try:
+            submission_files(folder, policy)
+        except SandboxUnavailable as error:
+            found.append(str(error))
+    return found
+
+
+class SandboxedExporter(NotebookExporter):
+    """nbgrader autograde's exporter (``c.Autograde.exporter_class``): nbgrader builds it once, before it touches
+    any submission, so this is where grading stops when the sandbox cannot be built or a submission is unsafe."""
+
+    def __init__(self, *args, **kwargs):
+        from nbgrader.converters import NbGraderException
+
+        super().__init__(*args, **kwargs)
+        policy = GradingSandbox(parent=self)
+        try:
+            policy.check()
+            coursedir = getattr(self.parent, "coursedir", None)
+            problems = unsafe_submissions(coursedir, policy) if coursedir is not None else []
+            if problems:
+                raise SandboxUnavailable(
+                    "cannot grade: these submissions hold files nbgrader's copy would follow or block on "
+                    "(nothing was graded or changed):\n  - " + "\n  - ".join(problems)
+                    + "\nGrade with `python -m coursekit grade` (it pre-flights them into a checked copy without "
+                      "such files), or remove the files from the submission folders.")
+        except SandboxUnavailable as error:
+            self.log.error("%s", error)
+            raise NbGraderException(str(error)) from None
