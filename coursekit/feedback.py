@@ -1,16 +1,18 @@
 """What a student's feedback may show: nbgrader generate_feedback preprocessors (``nbgrader_config.py``).
 
-Feedback is rendered from the *autograded* notebook, in which nbgrader restored the hidden tests and which the
-submission's own code filled with outputs. Both are untrusted for a student's eyes: stock nbgrader shows the hidden
-test code (jupyter/nbgrader#1363), and a submission can copy hidden-test code into any output (an IPython hook that
-prints every later cell, ``sys.settrace``, frame inspection, the message of an exception it raises). So::
+Feedback is rendered from the *autograded* notebook, in which nbgrader restored the hidden tests and the student's
+kernel wrote the outputs of every cell but the test cells. Both are untrusted for a student's eyes: stock nbgrader
+shows the hidden test code (jupyter/nbgrader#1363), and whatever a submission's code printed is the submission's
+choice. So::
 
     GetGrades → TrustedOutputs → ClearHiddenTests → CSSHTMLHeaderPreprocessor
 
-``TrustedOutputs`` replaces every code cell's outputs by what the grader vouches for: for a graded test cell that
-failed, the error's name, its message with any hidden-test line cut out (at most ``max_message`` characters), and
-where it failed — the failing line itself when it is a visible check (taken from the test's trusted source, never
-from the kernel's output), or "a hidden check" otherwise. Every other output is dropped: the student has their own
+``TrustedOutputs`` replaces every code cell's outputs by what the checker vouched for (``coursekit.checker``, in
+``metadata["coursekit"]["check"]`` of each test cell, written during autograde by the grading process only): for a
+test cell that failed, the error's name, its message as a student may see it (the test's own text with data
+summaries: no text the submission supplied, no input a hidden test drew), and where it failed — the failing line
+itself when it is a visible check (the test's trusted source), or "a hidden check" otherwise. As a last guard, a
+message that still quotes a hidden-test line is withheld. Every other output is dropped: the student has their own
 notebook. Stock ``ClearHiddenTests`` then removes the hidden regions from the sources, leaving a one-line note.
 """
 from __future__ import annotations
@@ -24,13 +26,11 @@ from traitlets import Integer, Unicode
 from .grading import CoursePreprocessor, printable
 from .regions import MIN_CHARS, delimiters, normalise, region_lines
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")
-NAME = re.compile(r"[A-Za-z_][\w.]{0,60}")
+NAME = re.compile(r"[A-Za-z_]\w{0,60}")
 
 
 class TrustedOutputs(CoursePreprocessor):
-    """Keep, of each code cell's outputs, only a failing test's name, redacted message and (visible) failing line."""
+    """Keep, of each code cell's outputs, only a failing test's name, safe message and (visible) failing line."""
 
     max_message = Integer(300, help="Characters of a failing test's message shown in feedback.").tag(config=True)
     placeholder = Unicode("# (hidden tests ran here; their code is not part of the feedback)",
@@ -43,35 +43,28 @@ class TrustedOutputs(CoursePreprocessor):
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
+        check = cell.get("metadata", {}).pop("coursekit", {}).get("check")
         if cell.cell_type != "code":
             return cell, resources
-        failure = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
         cell.outputs = []
         if is_grade(cell) and not is_solution(cell):
             begin, end = delimiters(self.config)["hidden"]
             hidden = region_lines(cell.source, begin, end)
-            if failure is not None:
-                cell.outputs = [self._summary(failure, cell.source.split("\n"), hidden)]
+            if isinstance(check, dict) and check.get("passed") is False:
+                cell.outputs = [self._summary(check)]
             if hidden:  # the note sits where the hidden region was; stock ClearHiddenTests then removes the region
                 lines = cell.source.split("\n")
                 indent = re.match(r"\s*", lines[hidden[0]]).group(0)
                 cell.source = "\n".join(lines[:hidden[0]] + [indent + self.placeholder] + lines[hidden[0]:])
         return cell, resources
 
-    def _summary(self, error: dict, lines: list[str], hidden: list[int]) -> NotebookNode:
-        name = error.get("ename", "")
+    def _summary(self, check: dict) -> NotebookNode:
+        name = str(check.get("ename", ""))
         name = name if NAME.fullmatch(name) else "Error"
-        message = self.redact(printable(ANSI.sub("", str(error.get("evalue", "")))))
-        where = None
-        for entry in error.get("traceback", []):
-            found = CELL_LINE.search(ANSI.sub("", entry))
-            if found:
-                where = int(found.group(1)) - 1
-                break
-        if where is not None and 0 <= where < len(lines) and where not in hidden:
-            location = f"The check that failed: {lines[where].strip()}"
-        else:
-            location = "The check that failed is one of the hidden tests."
+        message = self.redact(printable(str(check.get("message", ""))))
+        line = check.get("line")
+        location = (f"The check that failed: {printable(str(line))[:300]}" if line
+                    else "The check that failed is one of the hidden tests.")
         return NotebookNode(output_type="error", ename=name, evalue=message,
                             traceback=[f"\x1b[0;31m{name}\x1b[0m: {message}", location])
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 import logging
 import time
 
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import DeadKernelError
 from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, Unicode
 
+from . import CourseKitError
 from .regions import delimiters, nbgrader_meta
 
 
@@ -98,20 +100,34 @@ class GradingExecute(Execute):
         self._cell_timeout = self.timeout
         sandbox = GradingSandbox(parent=self)
         self._deadline = time.monotonic() + sandbox.wall_limit_s
-        self.startup_timeout = min(self.startup_timeout, sandbox.wall_limit_s)
-        info = resources["nbgrader"]
-        self._trusted = trusted_cells(info["db_url"], info["notebook"], info["assignment"])
+        info = (resources or {}).get("nbgrader")  # none: a plain run (nbgrader validate, a test), no checker
+        self._trusted = trusted_cells(info["db_url"], info["notebook"], info["assignment"]) if info else {}
         for cell in nb.cells:  # only the checker writes this key
             cell.get("metadata", {}).pop("coursekit", None)
-        self._checker = Checker(None, salt(sandbox.secret(), info["assignment"], info["student"], nb),
+        self._checker = Checker(None, salt(sandbox.secret(), info["assignment"], info["student"], nb) if info else "0",
                                 delimiters(self.config)["hidden"], self.log)
+        self._cells_started = False
         try:
             with self._checker.session():
                 return super().preprocess(nb, resources, km)
+        except (RuntimeError, TimeoutError) as error:
+            if self._cells_started or isinstance(error, CourseKitError):
+                raise
+            # The kernel never answered (it stalled or died before its first cell): every cell is "not run".
+            self.log.error("%s: the grading kernel did not start (%s); every cell is marked 'not run' and scores "
+                           "zero", who(resources, "-"), printable(str(error))[:200])
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = [_error("KernelDidNotStart", f"not run: the kernel did not start ({error})")]
+                    cell.execution_count = None
+                    if self._role(cell)[0] == "test":
+                        _not_run(cell, "not run: the kernel did not start")
+            return nb, resources
         finally:
             self.timeout = self._cell_timeout
 
     def preprocess_cell(self, cell, resources, index):
+        self._cells_started = True
         role, source = self._role(cell)
         remaining = self._deadline - time.monotonic()
         if self._died_at is not None or remaining <= 0:
@@ -158,6 +174,13 @@ class GradingExecute(Execute):
             self._checker.run_context(source, nbgrader_meta(cell).get("grade_id", str(index)),
                                       time.monotonic() + self.timeout)
         return cell, resources
+
+    async def async_start_new_kernel_client(self):
+        """The kernel must answer within what is left of the submission's budget (a stall before the first cell)."""
+        self.startup_timeout = max(1, int(min(self.startup_timeout, self._deadline - time.monotonic())))
+        return await super().async_start_new_kernel_client()
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync name for it, as it defines it
 
     def _role(self, cell) -> tuple[str, str]:
         """("test" | "read-only" | "", trusted source): from the gradebook, whatever the cell's metadata says."""

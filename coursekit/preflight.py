@@ -22,9 +22,9 @@ duplicated grade id         repaired: the copies' nbgrader metadata removed exce
 changed cell type           flagged; nbgrader restores the type of graded cells
 deleted graded cell         flagged; nbgrader re-adds it from the gradebook (a solution comes back empty)
 edited test / locked cell   flagged; nbgrader restores its source from the gradebook
-suspicious code             flagged for a human: monkeypatching of checking machinery, builtins, IPython, os._exit,
-                            signals, ctypes … (the grading kernel's guard undoes the common ones: see
-                            coursekit/kernel_guard.py); an endless ``while True`` without ``break``
+link, device, FIFO          *left out* of the checked copy (never followed: a link's target is not read); the original
+                            stays in ``submitted/``
+oversized or too many files files over ``GradingSandbox.max_file_mb`` are left out; past ``max_files``, the rest too
 huge notebook               flagged (outputs are cleared before grading anyway)
 ==========================  ======================================================================================
 
@@ -34,46 +34,28 @@ flagged (the list is printed, one line per student and problem).
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import json
-import re
+import os
 import shutil
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import CourseKitError, regions
 from .course import Course
 from .regions import nbgrader_meta
+from .sandbox import GradingSandbox
 
 OUT = "preflight"
 HUGE_BYTES = 5 * 1024 * 1024
-
-SUSPICIOUS = [  # (regex on a code line, what it may do)
-    (r"\bassert_close\s*=|\ballclose\s*=|\bisclose\s*=|\bequal\s*=", "replaces a comparison function the tests use"),
-    (r"\.__(eq|ne|lt|le|gt|ge|bool|float|abs)__\s*=", "replaces a comparison operator"),
-    (r"\bbuiltins\b|__builtins__", "touches the builtins"),
-    (r"\bAssertionError\s*=|class\s+AssertionError\b", "redefines AssertionError"),
-    (r"\bos\._exit\b|\bsys\.exit\b|\bos\.kill\b|\bos\.abort\b|\bsignal\.", "may stop or kill the kernel"),
-    (r"\bget_ipython\b|\bset_custom_exc\b|\bsys\.(excepthook|settrace|setprofile)\b|\bclear_output\b"
-     r"|\bevents\.register\b|\bthreading\.settrace\b", "hooks the kernel's machinery"),
-    (r"\binspect\.(currentframe|stack|getouterframes)\b|\bsys\._getframe\b|\.f_back\b",
-     "inspects the calling code (a test's frame)"),
-    (r"\bctypes\b|\bgc\.get_objects\b|\bsys\.modules\b", "reaches into the interpreter"),
-    (r"\bsetattr\(\s*(torch|math|nn|builtins)\b", "sets attributes of library modules"),
-    (r"\bsubprocess\b|\bos\.system\b|\bshutil\.rmtree\b", "runs programs or deletes files"),
-    (r"\bresource\.setrlimit\b", "changes the kernel's limits"),
-]
-LIBRARY_NAMES = {"torch", "math", "nn", "builtins", "tokenizers", "models", "pre_tokenizers", "trainers", "np",
-                 "numpy"}
-
 
 @dataclass
 class Problem:
     student: str
     file: str
     kind: str
-    action: str   # "repaired" | "replaced" | "renamed" | "flagged"
+    action: str   # "repaired" | "replaced" | "renamed" | "left out" | "flagged"
     message: str
 
     def line(self) -> str:
@@ -116,47 +98,6 @@ def _read(data: bytes):
     except Exception as e:  # noqa: BLE001 - any reason nbformat refuses it
         return None, f"not a valid notebook ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
     return nb, ""
-
-
-def suspicious_lines(source: str, supplied: set[str] = frozenset()) -> list[str]:
-    """Lines of student code worth a human's eye, one entry per line with the reasons (``supplied``: normalised
-    lines the course itself wrote, never flagged)."""
-    import builtins
-
-    reasons: dict[int, list[str]] = {}
-    lines = source.split("\n")
-    for number, line in enumerate(lines, 1):
-        code = line.split("#", 1)[0]
-        for pattern, why in SUSPICIOUS:
-            if re.search(pattern, code):
-                reasons.setdefault(number, []).append(why)
-                break
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        tree = None
-    shadowed = {n for n in vars(builtins) if not n.startswith("_")}
-    for node in ast.walk(tree) if tree else ():
-        targets = []
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for t in targets:
-            if isinstance(t, ast.Attribute):
-                base = t.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in LIBRARY_NAMES:
-                    reasons.setdefault(node.lineno, []).append(f"assigns {ast.unparse(t)} (monkeypatches a library)")
-            elif isinstance(t, ast.Name) and t.id in shadowed and isinstance(
-                    getattr(node, "value", None), (ast.Lambda, ast.Name, ast.Attribute)):  # `max = 5` is harmless
-                reasons.setdefault(node.lineno, []).append(f"a global named {t.id!r} shadows the builtin")
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in shadowed:
-            reasons.setdefault(node.lineno, []).append(f"defines {node.name!r}, shadowing the builtin")
-        if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value \
-                and not any(isinstance(n, (ast.Break, ast.Return, ast.Raise)) for n in ast.walk(node)):
-            reasons.setdefault(node.lineno, []).append("`while True` without break/return never ends")
-    return [f"line {n} `{lines[n - 1].strip()[:60]}`: {'; '.join(dict.fromkeys(why))}"
-            for n, why in sorted(reasons.items()) if regions.normalise(lines[n - 1]) not in supplied]
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -204,16 +145,6 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
                  f"{gid!r} was changed: nbgrader restores it from the gradebook")
         if ref_meta.get("grade") and float(meta.get("points", -1)) != float(ref_meta.get("points", -1)):
             flag("changed points", "flagged", f"{gid!r}: nbgrader restores the points from the gradebook")
-    code = []
-    supplied = {regions.normalise(line) for c in source.cells if not nbgrader_meta(c).get("solution")
-                for line in _source(c).split("\n")}  # the course's own code, e.g. the training button's
-    for i, cell in enumerate(nb.cells):
-        meta = nbgrader_meta(cell)
-        if cell.cell_type == "code" and not (meta.get("locked") and not meta.get("solution")):
-            for line in suspicious_lines(_source(cell), supplied):
-                code.append(f"cell {i} ({meta.get('grade_id', 'added by the student' if not meta else '-')}) {line}")
-    for entry in code:
-        flag("suspicious code", "flagged", entry + " — read the autograded notebook")
     return repaired, problems
 
 
@@ -223,11 +154,15 @@ def _strip_hidden(src: str, marks: tuple[str, str]) -> str:
     return "\n".join(line for number, line in enumerate(src.split("\n")) if number not in hidden)
 
 
+def _regular(path: Path) -> bool:
+    return stat.S_ISREG(path.lstat().st_mode)
+
+
 def find_renamed(folder: Path, grade_ids: set[str], expected: str):
     """The notebook under another name in ``folder`` that carries the most of ``grade_ids``, or None."""
     best, best_hits = None, 0
     for path in sorted(folder.rglob("*.ipynb")):
-        if path.name == expected or ".ipynb_checkpoints" in path.parts:
+        if path.name == expected or ".ipynb_checkpoints" in path.parts or not _regular(path):
             continue
         nb, _ = _read(path.read_bytes())
         if nb is None:
@@ -236,6 +171,32 @@ def find_renamed(folder: Path, grade_ids: set[str], expected: str):
         if hits > best_hits:
             best, best_hits = (path, nb), hits
     return best
+
+
+def copy_regular_files(folder: Path, dest: Path, student: str, policy) -> list[Problem]:
+    """Copy ``folder`` into ``dest``: directories and regular files only, never following a link; what is left out
+    (links, devices, FIFOs, oversized files, files past the count) is returned as problems."""
+    problems, count = [], 0
+    dest.mkdir(parents=True)
+    for parent, dirs, files in os.walk(folder):  # os.walk never descends into linked folders
+        target = dest / Path(parent).relative_to(folder)
+        for name in sorted(dirs + files):
+            path, relative = Path(parent, name), Path(parent, name).relative_to(folder)
+            mode = path.lstat().st_mode
+            if stat.S_ISDIR(mode):
+                (target / name).mkdir()
+                continue
+            why = ("a symbolic link (not followed)" if stat.S_ISLNK(mode) else
+                   "a special file (device, FIFO or socket)" if not stat.S_ISREG(mode) else
+                   f"larger than {policy.max_file_mb} MiB" if path.lstat().st_size > policy.max_file_mb << 20 else
+                   f"more than {policy.max_files} files" if count >= policy.max_files else "")
+            if why:
+                problems.append(Problem(student, str(relative), "unsafe file", "left out",
+                                        f"{why}: left out of the checked copy"))
+                continue
+            count += 1
+            shutil.copy2(path, target / name, follow_symlinks=False)
+    return problems
 
 
 # ------------------------------------------------------------------------------------------------ the command
@@ -249,6 +210,7 @@ def run(course: Course, assignment: str, out: Path | None = None) -> Result:
     if not notebooks:
         raise CourseKitError(f"no source notebooks in {course.path('source', assignment=assignment)}")
     hidden = regions.delimiters(course.config)["hidden"]
+    policy = GradingSandbox(config=course.config)
     result = Result(assignment)
     for student in course.students("submitted", assignment):
         folder = course.path("submitted", student, assignment)
@@ -256,12 +218,17 @@ def run(course: Course, assignment: str, out: Path | None = None) -> Result:
         dest = mirror / student / assignment
         if dest.exists():
             shutil.rmtree(dest)
-        shutil.copytree(folder, dest, copy_function=shutil.copy2, symlinks=False, ignore_dangling_symlinks=True)
+        result.problems += copy_regular_files(folder, dest, student, policy)
         for src_path in notebooks:
             source = nbformat.read(str(src_path), as_version=4)
             name = src_path.name
             grade_ids = {nbgrader_meta(c)["grade_id"] for c in source.cells if nbgrader_meta(c).get("grade_id")}
             path = folder / name
+            if path.is_symlink() or (path.exists() and not _regular(path)):
+                result.problems.append(Problem(student, name, "missing notebook", "flagged",
+                                               "the notebook is a link or a special file (never followed): "
+                                               "nbgrader scores it zero"))
+                continue
             if not path.exists():
                 found = find_renamed(folder, grade_ids, name)
                 if found is None:

@@ -22,10 +22,8 @@ The parts, and what another backend (Docker, Podman) would implement:
 """
 from __future__ import annotations
 
-import functools
 import platform
 import secrets
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,7 +75,7 @@ class GradingSandbox(LoggingConfigurable):
 
         if self.backend not in BACKENDS:
             raise SandboxUnavailable(f"unknown sandbox backend {self.backend!r} (known: {', '.join(BACKENDS)})")
-        return import_item(BACKENDS[self.backend])()
+        return import_item(BACKENDS[self.backend])(parent=self)
 
     def check(self) -> None:
         """Raise SandboxUnavailable naming what is missing; warn on every run when the sandbox is switched off."""
@@ -114,29 +112,40 @@ class Layout:
     env: dict[str, str] = field(default_factory=dict)
 
 
-class Backend(ABC):
-    """A way to confine a grading kernel. ``problems`` is probed once per process and backend."""
+class Backend(LoggingConfigurable):
+    """A way to confine a grading kernel (configurable as ``c.<BackendClass>.<trait>``). What another
+    implementation (Docker, Podman) provides: ``probe`` and ``command``, and ``environment`` if it needs one."""
 
     name = ""
 
-    @abstractmethod
     def probe(self) -> list[str]:
         """What is missing on this machine to build the sandbox (each with how to get it); empty: it works."""
+        raise NotImplementedError
 
-    @abstractmethod
     def command(self, kernel_cmd: list[str], layout: Layout, policy: GradingSandbox) -> list[str]:
         """The argv that runs ``kernel_cmd`` confined as ``layout`` and ``policy`` say."""
+        raise NotImplementedError
+
+    def environment(self, parent: dict[str, str], policy: GradingSandbox) -> dict[str, str]:
+        """The kernel's environment: by default the policy's allow-list of ``parent``."""
+        return {key: parent[key] for key in policy.env_keep if key in parent}
+
+    def identity(self) -> tuple:
+        """What the probe's result depends on (it runs once per process for each identity)."""
+        return (type(self),)
 
     def problems(self) -> list[str]:
-        return list(_probed(type(self)))
+        key = self.identity()
+        if key not in _PROBED:
+            if platform.system() != "Linux":
+                _PROBED[key] = [f"the grading sandbox needs Linux (this is {platform.system()}): grade in a Linux VM "
+                                f"or container, see the instructors page, 'Grading from macOS or Windows'"]
+            else:
+                _PROBED[key] = self.probe()
+        return list(_PROBED[key])
 
 
-@functools.lru_cache(maxsize=None)
-def _probed(backend: type) -> tuple[str, ...]:
-    if platform.system() != "Linux":
-        return (f"the grading sandbox needs Linux (this is {platform.system()}): grade in a Linux VM or container, "
-                f"see the instructors page, 'Grading from macOS or Windows'",)
-    return tuple(backend().probe())
+_PROBED: dict[tuple, list[str]] = {}
 
 
 # Implementations by name (jupyter-cache picks its executors the same way).

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from traitlets import Unicode
+
 from . import Backend, GradingSandbox, Layout
 
 HOME = "/home/student"
@@ -56,14 +58,17 @@ def passwd_files() -> dict[str, bytes]:
 
 class Bubblewrap(Backend):
     name = "bubblewrap"
-    bwrap = "bwrap"
+    bwrap = Unicode("bwrap", help="The bubblewrap executable (Debian/Ubuntu package `bubblewrap`).").tag(config=True)
+
+    def identity(self) -> tuple:
+        return (type(self), self.bwrap)
 
     def probe(self) -> list[str]:
         from .cgroups import CgroupError, Cgroups
 
         found = []
         if shutil.which(self.bwrap) is None:
-            found.append("bubblewrap (`bwrap`) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu), "
+            found.append(f"bubblewrap ({self.bwrap!r}) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu), "
                          "`sudo dnf install bubblewrap` (Fedora)")
         for tool in ("prlimit", "timeout"):
             if shutil.which(tool) is None:
@@ -80,7 +85,7 @@ class Bubblewrap(Backend):
         fds, layout = data_fds(passwd_files())
         try:
             layout = Layout(workdir="/srv/probe", files={}, data=layout, sockets="/run/grading")
-            probe = subprocess.run(self.command(["true"], layout, GradingSandbox()), capture_output=True, text=True,
+            probe = subprocess.run(self.command(["true"], layout, GradingSandbox(parent=self)), capture_output=True, text=True,
                                    timeout=60, pass_fds=fds, preexec_fn=group.join)
         finally:
             for fd in fds:
@@ -117,10 +122,9 @@ class Bubblewrap(Backend):
         copy = (["/bin/sh", "-c", f'cp -R {COPY_FROM}/. . && exec "$@"', "sh"] if layout.files else [])
         return args + ["--", *limits, *copy, *kernel_cmd]
 
-    @staticmethod
-    def environment(parent: dict[str, str], policy: GradingSandbox) -> dict[str, str]:
+    def environment(self, parent: dict[str, str], policy: GradingSandbox) -> dict[str, str]:
         """The kernel's whole environment: an allow-list, nothing else of the instructor's."""
-        env = {key: parent[key] for key in policy.env_keep if key in parent}
+        env = super().environment(parent, policy)
         env.update(PATH=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", HOME=HOME, LANG="C.UTF-8",
                    TMPDIR="/tmp", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1", MALLOC_ARENA_MAX="2",
                    MPLCONFIGDIR="/tmp/matplotlib")

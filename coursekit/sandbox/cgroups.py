@@ -158,7 +158,11 @@ class SandboxCgroup:
                 if int(pids.get("max", 0)):
                     hit.append("reached the sandbox's process cap (a fork bomb?)")
             else:
-                if int((self.by["memory"] / "memory.failcnt").read_text()):
+                memory = self.by["memory"]
+                oom = dict(line.split() for line in (memory / "memory.oom_control").read_text().splitlines())
+                if int(oom.get("oom_kill", 0)) or int((memory / "memory.failcnt").read_text()) or int(
+                        (memory / "memory.max_usage_in_bytes").read_text()) >= int(
+                        (memory / "memory.limit_in_bytes").read_text()):
                     hit.append("reached the sandbox's memory cap (all its processes together)")
                 events = (self.by["pids"] / "pids.events").read_text().split()
                 if len(events) == 2 and int(events[1]):
