@@ -13,6 +13,9 @@ import pytest
 from coursekit import ROOT, copy_course  # noqa: F401  (re-exported for the tests)
 
 BIN = Path(sys.executable).parent
+# This environment's programs first on PATH, as `. .venv/bin/activate` puts them (nbgrader runs `alembic` from PATH when
+# it creates a gradebook, in this process too).
+os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 ASSIGNMENT = "transformers"
 BROKEN = "demo_unreadable_file"
 

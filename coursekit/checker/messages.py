@@ -43,7 +43,8 @@ class CheckMessage(str):
 
 
 def summary_of(value, spec: str = "") -> str:
-    """What a student may see of ``value``: numbers and shapes, kinds and sizes, never text or bulk data."""
+    """What a student may see of ``value``: a number, a shape (a tuple of a few ints), a kind and a size; never
+    text, and never the elements of a list (which may be a hidden test's inputs)."""
     import torch
 
     from .bridge import StudentObject
@@ -63,11 +64,10 @@ def summary_of(value, spec: str = "") -> str:
         return text
     if type(value).__module__ == "numpy" and hasattr(value, "shape"):
         return f"a numpy array of shape {tuple(value.shape)} and dtype {value.dtype}"
+    if isinstance(value, tuple) and len(value) <= 8 and all(type(x) is int for x in value):
+        return str(value)  # a shape
     if isinstance(value, (list, tuple)):
         noun = "tuple" if isinstance(value, tuple) else "list"
-        if len(value) <= 8 and all(type(x) in (int, float, bool) for x in value):
-            shown = "(" + ", ".join(summary_of(x) for x in value) + (",)" if len(value) == 1 else ")")
-            return shown if isinstance(value, tuple) else "[" + shown[1:-1].rstrip(",") + "]"
         return f"a {noun} of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return f"a dict of {len(value)} item{'' if len(value) == 1 else 's'}"

@@ -49,7 +49,8 @@ def salt(secret: bytes, assignment: str, student: str, notebook) -> str:
     hard-code."""
     digest = hashlib.sha256()
     for cell in notebook.cells:
-        digest.update(cell.get("source", "").encode() + b"\0")
+        source = cell.get("source", "")
+        digest.update(("".join(source) if isinstance(source, list) else source).encode() + b"\0")
     message = f"{assignment}\0{student}\0{digest.hexdigest()}".encode()
     return str(int(hmac.new(secret, message, hashlib.sha256).hexdigest()[:12], 16))
 

@@ -1,0 +1,308 @@
+"""The checker (coursekit/checker/): the wire format, failure messages, name resolution, salts — fast unit tests — and,
+on small synthetic assignments registered in a real gradebook as ``nbgrader generate_assignment`` registers them,
+what the checker runs and what it never runs.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import SaveCells
+from nbgrader.tests import create_grade_cell, create_locked_cell, create_solution_cell
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from traitlets.config.loader import PyFileConfigLoader
+
+from conftest import ROOT
+from coursekit.checker import messages, wire
+from coursekit.checker.runner import free_names, salt
+from coursekit.feedback import TrustedOutputs
+from coursekit.grading import GradingExecute
+
+
+# ----------------------------------------------------------------------------------------------------- the wire
+def roundtrip(value):
+    return wire.decode(json.loads(json.dumps(wire.encode(value))))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
+                                   torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64])
+def test_tensors_cross_as_dtype_shape_and_bytes(dtype):
+    value = (torch.randn(2, 3, 4) * 5).to(dtype) if not dtype.is_complex else torch.randn(2, 3, dtype=dtype)
+    back = roundtrip(value)
+    assert type(back) is torch.Tensor and back.dtype == value.dtype and back.shape == value.shape
+    assert torch.equal(back, value)
+
+
+def test_plain_data_crosses_unchanged():
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(["the cat sat", "the dog"], trainers.BpeTrainer(vocab_size=20, show_progress=False))
+    value = {"n": 3, "big": 10 ** 30, "x": 0.5, "nan": math.nan, "inf": -math.inf, "s": "text", "none": None,
+             "flag": True, (1, "a"): [1, (2.0, "b")], "shape": torch.Size([2, 3]), "dtype": torch.float64,
+             "array": np.arange(6, dtype=np.int32).reshape(2, 3), "scalar": np.float64(2.5), "empty": torch.empty(0, 3)}
+    back = roundtrip(value)
+    assert back["big"] == 10 ** 30 and math.isnan(back["nan"]) and back["inf"] == -math.inf
+    assert back[(1, "a")] == [1, (2.0, "b")] and type(back[(1, "a")][1]) is tuple
+    assert back["shape"] == torch.Size([2, 3]) and back["dtype"] is torch.float64
+    assert np.array_equal(back["array"], value["array"]) and type(back["scalar"]) is np.float64
+    assert back["empty"].shape == (0, 3)
+    rebuilt = roundtrip(tok)
+    assert type(rebuilt) is Tokenizer and rebuilt.encode("the cat").tokens == tok.encode("the cat").tokens
+
+
+def test_lying_objects_arrive_as_what_they_are():
+    """A tensor subclass whose comparisons always agree crosses as its bytes; an object claiming to be a tokenizer,
+    or any object with a lying ``__eq__``, is not data at all."""
+    class Agreeable(torch.Tensor):
+        def __eq__(self, other):
+            return torch.ones_like(torch.as_tensor(other), dtype=torch.bool)
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    liar = torch.tensor([1.0, 2.0]).as_subclass(Agreeable)
+    back = roundtrip(liar)
+    assert type(back) is torch.Tensor and not torch.equal(back, torch.tensor([5.0, 5.0]))
+
+    class FakeTokenizer:
+        __class__ = Tokenizer
+
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(wire.WireError, match="is not data"):
+        wire.encode(FakeTokenizer())
+    assert wire.encode(FakeTokenizer(), handle=lambda obj: 7) == {"$handle": 7}
+
+    class Text(str):
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(wire.WireError):
+        wire.encode(Text("anything"))
+
+
+@pytest.mark.parametrize("data, why", [
+    ({"$tensor": {"dtype": "object", "shape": [1], "data": ""}}, "not allowed"),
+    ({"$tensor": {"dtype": "float32", "shape": [2], "data": "AAAA"}}, "bytes do not make"),
+    ({"$tensor": {"dtype": "bool", "shape": [1], "data": "Ag=="}}, "other than 0 and 1"),
+    ({"$tensor": {"dtype": "float32", "shape": [-1], "data": ""}}, "malformed shape"),
+    ({"$tensor": {"dtype": "float32", "shape": [1 << 30, 1 << 30], "data": ""}}, "too large"),
+    ({"$pickle": "gASVAAAAAAAAAAA="}, "unexpected"),
+    ({"$handle": 3}, "unexpected"),
+    ({"$tokenizer": "{\"not\": \"a tokenizer\"}"}, "not a tokenizer"),
+    ({"a": 1, "b": 2}, "unexpected"),
+    ({"$dict": [[[1], 2]]}, "cannot be hashed"),
+])
+def test_what_is_not_data_is_refused(data, why):
+    with pytest.raises(wire.WireError, match=why):
+        wire.decode(data)
+
+
+def test_nesting_is_bounded():
+    deep = []
+    for _ in range(wire.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(wire.WireError, match="too deeply"):
+        wire.decode(deep)
+
+
+# ------------------------------------------------------------------------------------------------- the messages
+def render(code: str, **names):
+    """Run ``code`` (which must fail) as the checker compiles tests; return the exception."""
+    tree = messages.rewrite(ast.parse(code))
+    ns = {messages.HELPER: messages.HELPERS, "torch": torch, **names}
+    with pytest.raises(BaseException) as caught:
+        exec(compile(tree, "<test>", "exec"), ns)
+    return caught.value
+
+
+def test_a_message_keeps_the_tests_text_and_summarises_the_values():
+    error = render('assert got == want, f"{word!r}: expected {want} tokens, got {got}, shape {shape}, out {out}"',
+                   word="secret-hidden-input", want=3, got=4, shape=(2, 5), out=torch.zeros(2, 5))
+    full, safe = str(error), error.args[0].summary
+    assert full.startswith("'secret-hidden-input': expected 3 tokens, got 4")
+    assert safe == ("a text of 19 characters: expected 3 tokens, got 4, shape (2, 5), out a tensor of shape (2, 5) "
+                    "and dtype float32")
+    error = render('assert False, f"pattern {p}, counts {c}"', p=[[0, 1], [1, 1]], c={"cat": 1})
+    assert error.args[0].summary == "pattern a list of 2 items, counts a dict of 1 item"
+
+
+def test_torch_reports_are_kept_only_in_their_numeric_forms():
+    error = render('torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]), '
+                   'msg=lambda m: f"weights differ. {m}")')
+    assert "weights differ. Tensor-likes are not close!" in error.args[0].summary
+    assert "Greatest absolute difference: 1.0 at index (1,)" in error.args[0].summary
+    report = "The keys of the mappings do not match:\nMissing keys in the actual mapping: {'hidden word'}"
+    assert "hidden word" not in messages.torch_text(report) and messages.torch_text(report) == "…"
+
+
+def test_messages_that_are_not_the_tests_own_text_are_not_shown():
+    error = render('message = "built " + "elsewhere"\nassert False, message')
+    assert str(error) == "built elsewhere" and error.args[0].summary == "(the test's message is not shown)"
+    assert messages.exception_text("'list' object has no attribute 'double'") == \
+        "'list' object has no attribute 'double'"
+    assert messages.exception_text("invalid literal for int() with base 10: 'hidden input here'") == \
+        "invalid literal for int() with base 10: ‹…›"
+
+
+def test_free_names_are_what_a_cell_reads_without_defining():
+    source = ("import math as m\n_x = attention(q, k)\nfor _i in range(3):\n    total = _i\n"
+              "check = lambda v: v * scale + _x\nprint([w for w in words if w in vocab], tokenizer.x)")
+    assert free_names(source) == {"attention", "q", "k", "scale", "words", "vocab", "tokenizer", "print", "range"}
+
+
+def test_the_salt_is_per_student_per_submission_and_stable():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(x):\n    return x")])
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(x):\n    return x  # hard-coded")])
+    a = salt(b"secret", "hw", "alice", nb)
+    assert a == salt(b"secret", "hw", "alice", nb)  # a regrade draws the same inputs
+    assert len({a, salt(b"secret", "hw", "bob", nb), salt(b"secret", "hw", "alice", other),
+                salt(b"other", "hw", "alice", nb), salt(b"secret", "hw2", "alice", nb)}) == 5
+
+
+# --------------------------------------------------------------------------- synthetic assignments, real kernels
+SETUP = "import torch"
+SOLUTION = "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+TEST = '''"""double: doubles a tensor."""
+torch.testing.assert_close(double(torch.tensor([1.0, 2.0])), torch.tensor([2.0, 4.0]))
+print("visible check passed")
+### BEGIN HIDDEN TESTS
+_inputs = torch.arange(5.0) + int(__import__("os").environ.get("GRADING_SALT", "0")) % 7
+_expected = 2 * _inputs
+assert torch.equal(double(_inputs), _expected), f"double of {_inputs.tolist()} should be {_expected.tolist()}, \\
+got {double(_inputs)}"
+### END HIDDEN TESTS'''
+
+
+@pytest.fixture(scope="module")
+def config():
+    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+
+
+def source_notebook(test: str = TEST) -> nbformat.NotebookNode:
+    return nbformat.v4.new_notebook(cells=[create_locked_cell(SETUP, "code", "setup"),
+                                           create_solution_cell(SOLUTION, "code", "double_solution"),
+                                           create_grade_cell(test, "code", "double_works", 2)],
+                                    metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                             "language": "python"}})
+
+
+def autograde(config, tmp_path: Path, solution: str, extra: list[str] = (), mutate=None, test: str = TEST):
+    """Register the source in a gradebook, hand in ``solution`` (+ extra cells), autograde with GradingExecute."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    db = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    source = source_notebook(test)
+    with Gradebook(db) as gb:
+        gb.add_assignment("hw")
+    info = {"db_url": db, "assignment": "hw", "notebook": "nb", "student": "s1"}
+    SaveCells().preprocess(source, {"nbgrader": info})
+    nb = nbformat.reads(nbformat.writes(source), as_version=4)
+    nb.cells[1].source = solution
+    nb.cells[2:2] = [nbformat.v4.new_code_cell(c) for c in extra]
+    if mutate:
+        mutate(nb)
+    work = tmp_path / "autograded" / "s1" / "hw"
+    work.mkdir(parents=True, exist_ok=True)
+    config = config.copy()
+    config.GradingSandbox.secret_file = str(tmp_path / "secret")
+    GradingExecute(config=config).preprocess(nb, {"metadata": {"path": str(work)}, "nbgrader": info})
+    return nb
+
+
+def check_of(nb, grade_id="double_works") -> dict:
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return cell.metadata["coursekit"]["check"], cell
+
+
+def test_a_right_answer_passes_and_a_wrong_one_fails_in_the_checker(config, tmp_path):
+    check, cell = check_of(autograde(config, tmp_path / "right", "def double(x):\n    return x + x"))
+    assert check == {"passed": True} and cell.outputs[0].text == "visible check passed\n"
+    check, cell = check_of(autograde(config, tmp_path / "wrong", "def double(x):\n    return 2 * x + (x > 3)"))
+    assert check["passed"] is False and check["ename"] == "AssertionError" and check["line"] is None
+    assert check["message"] == ("double of a list of 5 items should be a list of 5 items, got a tensor of shape (5,) "
+                                "and dtype float32")
+    assert "should be [" in cell.outputs[-1].evalue  # the instructor's record has the values
+    check, _ = check_of(autograde(config, tmp_path / "blank", "def double(x):\n    raise NotImplementedError()"))
+    assert check["message"] == "`double` raised NotImplementedError"
+    assert check["line"].startswith("torch.testing.assert_close(double(")  # a visible line: shown
+
+
+def test_test_code_never_reaches_the_students_kernel(config, tmp_path):
+    """Hooks, AST transformers, tracers and history see every cell the kernel runs: none of them sees the test."""
+    spy = ("import sys\nseen = []\nip = get_ipython()\n"
+           "ip.events.register('pre_run_cell', lambda info: seen.append(info.raw_cell))\n"
+           "class Spy:\n    def visit(self, node):\n        import ast\n        seen.append(ast.unparse(node))\n"
+           "        return node\nip.ast_transformers.append(Spy())\n"
+           "sys.settrace(lambda frame, event, arg: seen.append(frame.f_code.co_filename) or None)\n"
+           "print('PAYLOAD RAN')")
+    report = "print('\\n'.join(map(str, seen)), '\\n'.join(In), sep='\\n')"
+    nb = autograde(config, tmp_path, "def double(x):\n    return 2 * x", extra=[spy],
+                   mutate=lambda nb: nb.cells.append(nbformat.v4.new_code_cell(report)))
+    assert "PAYLOAD RAN" in nb.cells[2].outputs[0].text
+    kernel_saw = nb.cells[-1].outputs[0].text
+    assert "def double" in kernel_saw  # the control: the spy saw the student's own cells
+    assert "_expected" not in kernel_saw and "visible check passed" not in kernel_saw
+    assert check_of(nb)[0] == {"passed": True}
+
+
+def test_which_cells_are_tests_comes_from_the_gradebook_not_the_notebook(config, tmp_path):
+    """A cell the student marks as a test (new grade id, or the solution cell flipped to a test) runs in the kernel
+    only; the checker runs the gradebook's code for the real test even if the student edited it."""
+    marker = tmp_path / f"ran-in-the-grading-process-{secrets.token_hex(4)}"
+    forged = create_grade_cell(f"open({str(marker)!r}, 'w').write('pwned')", "code", "my_own_test", 100)
+
+    def mutate(nb):
+        nb.cells.insert(2, forged)
+        nb.cells[1].metadata.nbgrader.update(grade=True, solution=False, points=5)  # the solution claims to be a test
+        nb.cells[-1].source = "pass"  # the real test edited away
+    nb = autograde(config, tmp_path, "def double(x):\n    return 3 * x", mutate=mutate)
+    assert not marker.exists()
+    check, cell = check_of(nb)
+    assert check["passed"] is False and "_expected" in cell.source  # the gradebook's test ran, and failed
+    assert "coursekit" not in nb.cells[2].metadata
+
+
+def test_read_only_cells_run_from_the_gradebook_and_students_cannot_shadow_them(config, tmp_path):
+    def mutate(nb):
+        nb.cells[0].source = "import torch\ntorch.testing.assert_close = lambda *a, **k: None\ntorch.equal = " \
+                             "lambda *a: True"
+    nb = autograde(config, tmp_path, "def double(x):\n    return x\n\ntorch = None\nint = lambda *a: 0",
+                   mutate=mutate)
+    check, _ = check_of(nb)
+    assert check["passed"] is False and check["ename"] == "AssertionError"
+
+
+def test_a_students_function_that_hangs_is_stopped_at_the_cell_limit(config, tmp_path):
+    config = config.copy()
+    config.Execute.timeout = 3
+    nb = autograde(config, tmp_path, "def double(x):\n    while True:\n        pass")
+    check, _ = check_of(nb)
+    assert check["ename"] == "BridgeError" and "did not return within the time limit" in check["message"]
+
+
+def test_feedback_shows_the_checkers_summary_and_no_hidden_input(config, tmp_path):
+    nb = autograde(config, tmp_path, "def double(x):\n    return 2 * x + (x > 3)")
+    _, cell = check_of(nb)
+    hidden_values = str(cell.outputs[-1].evalue).split("should be ")[1].split(",")[0]
+    nb, _ = TrustedOutputs(config=config).preprocess(nb, {})
+    (out,) = [o for c in nb.cells for o in c.get("outputs", [])]
+    assert out.ename == "AssertionError" and "a list of 5 items" in out.evalue
+    assert "one of the hidden tests" in out.traceback[-1]
+    assert hidden_values not in nbformat.writes(nb) and "_expected" not in json.dumps(out)
+    assert all("coursekit" not in c.get("metadata", {}) for c in nb.cells)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
