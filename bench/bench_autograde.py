@@ -1,27 +1,23 @@
-"""Autograde cost per submission vs the kernel floor, and parallel vs sequential throughput, in one run.
+"""Autograde cost per submission, with and without the checker and the sandbox, and parallel vs sequential, in one run.
 
-    .venv/bin/python bench/bench_autograde.py [--students 40] [--jobs 2] [--floor-runs 5]
+    .venv/bin/python bench/bench_autograde.py [--students 40] [--jobs 2] [--floor-runs 3]
 
 In a temporary copy of the course: ``nbgrader generate_assignment``, then a cohort of ``--students`` submissions
 (the demo cohort of ``coursekit.cohort`` plus copies of the solved notebook). Measured side by side:
 
-* **floor**: a fresh, unsandboxed kernel that imports the homework's libraries (torch, tokenizers, matplotlib,
-  ipywidgets) and nothing else — kernel start to import done (median of ``--floor-runs`` runs before and as many
-  after the sequential run);
-* **sandbox start cost**: the same in the grading kernel (``course-grading``: bubblewrap, limits, guard), minus the
-  floor;
-* **sequential**: stock ``nbgrader autograde transformers`` over the whole cohort, every kernel in the sandbox;
-  per-submission wall time from
-  the gaps between consecutive autograded notebooks' modification times (median), and total / students;
-* **unsandboxed**: the same sequential autograde with ``--GradingSandbox.enabled=False`` (stock nbgrader, plain
-  kernel, no guard), so what the sandbox adds to a whole autograde is told apart from what the homework's cells and
-  nbgrader cost anyway;
-* **parallel**: ``python -m coursekit grade transformers --jobs N --force`` on the same cohort; its throughput
-  against the sequential run's, and its ``nbgrader export`` CSV against the sequential one (must be identical);
-* **cells**: the solved notebook in the grading kernel autograde starts (kernelspec ``course-grading``) with
-  ``NBGRADER_EXECUTION=autograde``, slowest cells first, so a gap to the floor is attributed to cells.
+* **course**: stock ``nbgrader autograde transformers`` with the course's configuration: every kernel in the sandbox,
+  every test cell in the checker (``coursekit.grading.GradingExecute``); per-submission wall time from the gaps
+  between consecutive autograded notebooks' modification times (median), and total / students;
+* **stock**: the same command in a copy of the course whose ``nbgrader_config.py`` drops the course's autograde
+  preprocessors, exporter and kernel (nbgrader's own ``Execute`` in a plain ``python3`` kernel, tests run in the
+  student's process): what nbgrader costs on this homework with neither the checker nor the sandbox;
+* **parallel**: ``python -m coursekit grade transformers --jobs N --force`` on the course's cohort; its throughput
+  against the course's sequential run, and its ``nbgrader export`` CSV against the sequential one (must be identical);
+* **floor** (for reference): a fresh plain kernel that imports the homework's libraries, and the same in the grading
+  sandbox (the sandbox's own start cost).
 
-Targets: sandboxed median per submission ≤ 1.5 × the unsandboxed floor; parallel throughput ≥ 1.7 × sequential with identical scores.
+Targets (issue 22): course median per submission ≤ 1.3 × stock; parallel throughput ≥ 1.7 × sequential with identical
+scores.
 """
 from __future__ import annotations
 
@@ -42,11 +38,18 @@ ASSIGNMENT = "transformers"
 FLOOR_CODE = "import torch, tokenizers, matplotlib.pyplot, ipywidgets"
 
 
+HALVES = ("a_", "b_")  # two halves of the cohort, each a glob for `--student`: the demo cohort and solved copies
+
+
 def make_cohort(course: Path, n: int) -> list[str]:
-    cohort = demo_cohort(course)
-    cohort += [Submission(f"copy_{k:03d}", "the solved notebook", solved="all") for k in range(max(0, n - len(cohort)))]
-    for sub in cohort:
-        sub.write(course)
+    import dataclasses
+
+    for prefix in HALVES:
+        cohort = demo_cohort(course)
+        cohort += [Submission(f"copy_{k:03d}", "the solved notebook", solved="all")
+                   for k in range(max(0, n // 2 - len(cohort)))]
+        for sub in cohort:
+            dataclasses.replace(sub, student=prefix + sub.student).write(course)
     return sorted(p.name for p in (course / "submitted").iterdir())
 
 
@@ -60,11 +63,30 @@ def per_submission_from_mtimes(course: Path, students: list[str]) -> list[float]
     return [b - a for a, b in zip(stamps, stamps[1:])]
 
 
+STOCK = """
+# bench_autograde: stock nbgrader, with neither the course's checker nor its sandbox
+for _trait in ("autograde_preprocessors", "exporter_class"):
+    c.Autograde.pop(_trait, None)
+c.Execute.kernel_name = "python3"
+c.GradingSandbox.enabled = False
+"""
+
+
+def stock_copy(course: Path, dest: Path) -> Path:
+    """A copy of the graded course (same gradebook, submissions) whose configuration is nbgrader's stock pipeline."""
+    shutil.copytree(course, dest, symlinks=True, ignore=shutil.ignore_patterns("autograded"))
+    with open(dest / "nbgrader_config.py", "a") as config:
+        config.write(STOCK)
+    text = (dest / "nbgrader_config.py").read_text()
+    (dest / "nbgrader_config.py").write_text(text.replace(str(course), str(dest)))
+    return dest
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
-    parser.add_argument("--floor-runs", type=int, default=5, help="floor runs before and again after the sequential run")
+    parser.add_argument("--floor-runs", type=int, default=3, help="floor runs before and again after the sequential runs")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args(argv)
     print(f"bench_autograde: {machine()}")
@@ -76,37 +98,44 @@ def main(argv=None) -> int:
         n = len(students)
         print(f"  cohort: {n} submissions")
 
-        # The floor is measured right before and right after the sequential run, so a machine that speeds up or
-        # slows down during the run moves both sides of the ratio alike.
         # Grading kernels refuse a working folder that holds the course's configuration: the floors run next to it.
         scratch = work / "floor"
         scratch.mkdir()
         floors = floor(args.floor_runs, scratch)
         boxed = floor(args.floor_runs, scratch, kernel="course-grading")
-        seq_total, seq = sh([BIN / "nbgrader", "autograde", ASSIGNMENT], course, check=False)
-        gaps = per_submission_from_mtimes(course, students)
+        stock = stock_copy(course, work / "stock")
+        # The two sequential runs alternate halves of the cohort, so a machine that speeds up or slows down during the
+        # bench moves both sides of the ratio alike.
+        seq_total = stock_total = 0.0
+        gaps, stock_gaps, cpu, stock_cpu = [], [], 0.0, 0.0
+        for prefix in HALVES:
+            part = [s for s in students if s.startswith(prefix)]
+            flags = [f"--student={prefix}*"]
+            seconds, proc = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, *flags], course, check=False)
+            seq_total, cpu = seq_total + seconds, cpu + proc.cpu
+            gaps += per_submission_from_mtimes(course, part)
+            seconds, proc = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, *flags], stock, check=False)
+            stock_total, stock_cpu = stock_total + seconds, stock_cpu + proc.cpu
+            stock_gaps += per_submission_from_mtimes(stock, part)
         sh([BIN / "nbgrader", "export", "--to", work / "sequential.csv"], course)
-        # The same autograde with the sandbox switched off: what stock nbgrader costs on this homework without it.
-        bare_total, _ = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, "--force", "--GradingSandbox.enabled=False"],
-                           course, check=False)
-        bare_gaps = per_submission_from_mtimes(course, students)
+        sh([BIN / "nbgrader", "export", "--to", work / "stock.csv"], stock)
         floors += floor(args.floor_runs, scratch)
         boxed += floor(args.floor_runs, scratch, kernel="course-grading")
         fl = median([f["wall"] for f in floors])
         box = median([f["wall"] for f in boxed])
-        print(f"  floor (kernel + imports)   median {fl:5.2f} s  over {len(floors)} runs, half before and half after "
-              f"the sequential run ({', '.join(format(f['wall'], '.2f') for f in floors)}); "
-              f"CPU {median([f['cpu'] for f in floors]):.2f} s")
-        print(f"  same in the grading sandbox  median {box:5.2f} s  ({', '.join(format(f['wall'], '.2f') for f in boxed)}):"
-              f" the sandbox's start cost is {box - fl:+.2f} s per kernel (start alone: "
-              f"{median([f['startup'] for f in boxed]):.2f} s vs {median([f['startup'] for f in floors]):.2f} s)")
-
-        seq_median, bare_median = median(gaps), median(bare_gaps)
-        print(f"  sequential nbgrader autograde  {seq_total:6.1f} s total, {seq_total / n:5.2f} s/submission mean, "
+        print(f"  floor (kernel + imports)   median {fl:5.2f} s  over {len(floors)} runs "
+              f"({', '.join(format(f['wall'], '.2f') for f in floors)}); CPU {median([f['cpu'] for f in floors]):.2f} s")
+        print(f"  same in the grading sandbox  median {box:5.2f} s: the sandbox's start cost is {box - fl:+.2f} s per "
+              f"kernel")
+        seq_median, stock_median = median(gaps), median(stock_gaps)
+        print(f"  course: nbgrader autograde     {seq_total:6.1f} s total, {seq_total / n:5.2f} s/submission mean, "
               f"{seq_median:5.2f} s median (p90 {statistics.quantiles(gaps, n=10)[-1]:.2f} s); "
-              f"CPU {seq.cpu / n:5.2f} s/submission")
-        print(f"  same, sandbox switched off     {bare_total:6.1f} s total, {bare_total / n:5.2f} s/submission mean, "
-              f"{bare_median:5.2f} s median (p90 {statistics.quantiles(bare_gaps, n=10)[-1]:.2f} s)")
+              f"CPU {cpu / n:5.2f} s/submission (checker and sandbox)")
+        print(f"  stock: nbgrader autograde      {stock_total:6.1f} s total, {stock_total / n:5.2f} s/submission mean, "
+              f"{stock_median:5.2f} s median (p90 {statistics.quantiles(stock_gaps, n=10)[-1]:.2f} s); "
+              f"CPU {stock_cpu / n:5.2f} s/submission (neither)")
+        stock_same = sorted((work / "sequential.csv").read_text().splitlines()) == \
+            sorted((work / "stock.csv").read_text().splitlines())
 
         par_total, proc = sh([BIN / "python", "-m", "coursekit", "grade", ASSIGNMENT, "--jobs", args.jobs, "--force",
                               "--no-progress"], course, check=False)
@@ -119,28 +148,16 @@ def main(argv=None) -> int:
               f"CPU {proc.cpu / n:5.2f} s/submission")
         print("    " + "\n    ".join(proc.stdout.strip().splitlines()[-3:]))
 
-        solved = nbformat.read(course / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-        # The solved notebook in the kernel autograde starts (sandbox, limits, guard), killed after its last cell as
-        # autograde does: where a submission's time goes, cell by cell.
-        cells = run_notebook(solved, course / "assignments" / ASSIGNMENT, NBGRADER_EXECUTION="autograde",
-                             client_options={"kernel_name": "course-grading", "shutdown_kernel": "immediate"})
-        print(f"  solved notebook in a grading kernel: {cells['wall']:.2f} s (kernel start with the guard's imports "
-              f"{cells['startup']:.2f} s, {len(cells['cells'])} code cells {cells['wall'] - cells['startup']:.2f} s; "
-              f"peak {cells['peak_mb']:.0f} MB, CPU {cells['cpu']:.2f} s); slowest cells:")
-        for index, seconds, src in sorted(cells["cells"], key=lambda c: -c[1])[:6]:
-            print(f"    cell {index:>3} {seconds:5.2f} s  {src}")
-
         print("\nratios (targets in brackets)")
-        print(f"  sandboxed median per submission / floor    {seq_median / fl:5.2f}×  [≤ 1.5×]")
-        print(f"  sandboxed floor / floor                    {box / fl:5.2f}×  (the sandbox's own start cost)")
-        print(f"  unsandboxed median per submission / floor  {bare_median / fl:5.2f}×  (stock nbgrader, no sandbox: the "
-              f"homework's own cells and nbgrader's work)")
-        print(f"  sandboxed / unsandboxed autograde median   {seq_median / bare_median:5.2f}×  (what the sandbox adds to "
-              f"a whole autograde)")
-        print(f"  notebook alone (grading kernel) / floor    {cells['wall'] / fl:5.2f}×  (the rest is nbgrader's own work)")
-        print(f"  parallel throughput / sequential           {seq_total / par_total:5.2f}×  [≥ 1.7×], "
+        print(f"  course / stock autograde median per submission   {seq_median / stock_median:5.2f}×  [≤ 1.3×]  "
+              f"(scores {'identical' if stock_same else 'DIFFERENT'} on this honest cohort)")
+        print(f"  course / stock autograde, whole run              {seq_total / stock_total:5.2f}×")
+        print(f"  parallel throughput / sequential                 {seq_total / par_total:5.2f}×  [≥ 1.7×], "
               f"scores {'identical' if same_sorted else 'DIFFERENT'}")
-        return 0 if same_sorted else 1
+        print(f"  stock median per submission / floor              {stock_median / fl:5.2f}×  (the homework's own cells "
+              f"and nbgrader's work)")
+        print(f"  sandboxed floor / floor                          {box / fl:5.2f}×  (the sandbox's own start cost)")
+        return 0 if same_sorted and stock_same else 1
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

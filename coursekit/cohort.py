@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
+import os
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -128,6 +129,8 @@ class Submission:
     raw: bytes | None = None
     fails: frozenset[str] | set[str] = frozenset()
     filename: str = ""  # the submitted file's name, if not the assignment's (plants a renamed notebook)
+    # other files of the submission folder: {name: text, or ("link", target), or ("fifo", "")}
+    extra: dict = field(default_factory=dict)
 
     def notebook(self, root: Path = ROOT) -> nbformat.NotebookNode:
         """The submitted notebook: the release with this submission's work filled in."""
@@ -163,6 +166,14 @@ class Submission:
             target.write_bytes(self.raw)
         else:
             nbformat.write(self.notebook(root), str(target))
+        for name, content in self.extra.items():
+            path = target.parent / name
+            if isinstance(content, tuple) and content[0] == "link":
+                path.symlink_to(content[1])
+            elif isinstance(content, tuple) and content[0] == "fifo":
+                os.mkfifo(path)
+            else:
+                path.write_text(content)
         return target
 
     def expected_scores(self, root: Path = ROOT) -> dict[str, float]:

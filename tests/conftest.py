@@ -136,3 +136,16 @@ def demo_reference(course_snapshot, tmp_path_factory) -> dict:
     reference = {"csv": export(course), "cells": cell_scores(course), "course": course}
     assert len(reference["csv"]) >= 12, reference["csv"]
     return reference
+
+
+# --------------------------------------------------------------------------------- scheduling on xdist workers
+# `make test` runs two pytest-xdist workers that take whole test modules (--dist loadfile) in the order collected.
+# The longest modules go first (longest-processing-time-first scheduling), so no worker starts a ten-minute module
+# near the end while the other idles. The rest keep their order.
+FIRST = ["test_hostile_cohort.py", "test_grading_catalog.py", "test_site_browser.py", "test_parallel_autograde.py",
+         "test_homework_pipeline.py", "test_binder.py", "test_postgres.py", "test_publish.py"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))

@@ -32,15 +32,16 @@ def feedback(nb, config):
     return nb
 
 
-def error(line: int, evalue: str, ename: str = "AssertionError") -> dict:
-    return new_output("error", ename=ename, evalue=evalue, traceback=[
-        "\x1b[0;31m---------\x1b[0m", f"Cell \x1b[0;32mIn[7], line {line}\x1b[0m\n----> {line} assert ...",
-        f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
+def failed(message: str, line: str | None = None, ename: str = "AssertionError") -> dict:
+    """The verdict the checker writes into a failing test cell's metadata during autograde."""
+    return {"passed": False, "ename": ename, "message": message, "line": line}
 
 
-def graded_test_cell(outputs) -> nbformat.NotebookNode:
+def graded_test_cell(outputs, check: dict | None = None) -> nbformat.NotebookNode:
     cell = create_grade_cell(SOURCE, "code", "f_works", 2)
     cell.outputs = outputs
+    if check is not None:
+        cell.metadata["coursekit"] = {"check": check}
     return cell
 
 
@@ -49,23 +50,24 @@ def text(nb) -> str:
 
 
 def test_hidden_code_is_cut_from_sources_and_a_note_left(config):
-    nb = feedback(new_notebook(cells=[graded_test_cell([])]), config)
+    nb = feedback(new_notebook(cells=[graded_test_cell([], {"passed": True})]), config)
     assert "_reference_inputs" not in text(nb) and "BEGIN HIDDEN" not in text(nb)
     assert nb.cells[0].source.startswith(VISIBLE) and "hidden tests ran here" in nb.cells[0].source
 
 
 def test_a_failing_visible_check_keeps_its_line_and_message(config):
-    nb = feedback(new_notebook(cells=[graded_test_cell([error(2, "f(1) should be 2")])]), config)
+    line = 'assert f(1) == 2, "f(1) should be 2"'
+    nb = feedback(new_notebook(cells=[graded_test_cell([], failed("f(1) should be 2", line))]), config)
     (out,) = nb.cells[0].outputs
     assert out.ename == "AssertionError" and out.evalue == "f(1) should be 2"
-    assert 'The check that failed: assert f(1) == 2, "f(1) should be 2"' in out.traceback
+    assert f"The check that failed: {line}" in out.traceback
 
 
 def test_a_failing_hidden_check_is_named_as_such_without_its_code(config):
-    nb = feedback(new_notebook(cells=[graded_test_cell([error(5, "f is wrong")])]), config)
+    nb = feedback(new_notebook(cells=[graded_test_cell([], failed("f is wrong"))]), config)
     (out,) = nb.cells[0].outputs
     assert out.evalue == "f is wrong" and "one of the hidden tests" in out.traceback[-1]
-    assert "_reference_inputs" not in text(nb)
+    assert "_reference_inputs" not in text(nb) and "coursekit" not in text(nb)
 
 
 @pytest.mark.parametrize("smuggled", [
@@ -73,20 +75,29 @@ def test_a_failing_hidden_check_is_named_as_such_without_its_code(config):
     new_output("stream", name="stdout", text=SOURCE),
     new_output("display_data", data={"text/plain": HIDDEN, "text/html": f"<pre>{HIDDEN}</pre>"}),
     new_output("stream", name="stderr", text="\x1b]0;" + HIDDEN + "\x07"),
-    error(5, "got " + HIDDEN.split("\n")[1], ename="ValueError"),
-    error(99, HIDDEN, ename="<script>alert(1)</script>"),
+    new_output("error", ename="ValueError", evalue="got " + HIDDEN.split("\n")[1], traceback=[HIDDEN]),
+    new_output("error", ename="<script>alert(1)</script>", evalue=HIDDEN, traceback=[]),
 ])
-def test_nothing_a_submission_prints_or_raises_carries_hidden_code_into_feedback(config, smuggled):
+def test_nothing_a_submission_prints_or_raises_reaches_feedback(config, smuggled):
     solution = create_solution_cell("def f(x):\n    return 2 * x", "code", "f_solution")
     solution.outputs = [new_output("stream", name="stdout", text="later: " + HIDDEN)]
-    nb = feedback(new_notebook(cells=[solution, graded_test_cell([smuggled])]), config)
+    nb = feedback(new_notebook(cells=[solution, graded_test_cell([smuggled], failed("f is wrong")),
+                                      graded_test_cell([smuggled], {"passed": True})]), config)
     for secret in HIDDEN.split("\n"):
         assert secret not in text(nb)
-    assert solution.outputs == [] and "<script>" not in text(nb)
+    assert solution.outputs == [] and "<script>" not in text(nb) and nb.cells[2].outputs == []
+
+
+def test_a_message_that_quotes_a_hidden_line_is_withheld_and_odd_names_replaced(config):
+    quoted = "assert [f(x) for x in _reference_inputs] == [6, 10, 16], 'f is wrong'"
+    nb = feedback(new_notebook(cells=[graded_test_cell([], failed(f"got {quoted}", ename="<b>x</b>"))]), config)
+    (out,) = nb.cells[0].outputs
+    assert "withheld" in out.evalue and out.ename == "Error"
 
 
 def test_a_long_message_is_cut_and_a_passing_test_shows_no_output(config):
-    nb = feedback(new_notebook(cells=[graded_test_cell([error(2, "x" * 5000)]), graded_test_cell([])]), config)
+    nb = feedback(new_notebook(cells=[graded_test_cell([], failed("x" * 5000)),
+                                      graded_test_cell([], {"passed": True})]), config)
     assert len(nb.cells[0].outputs[0].evalue) < 400 and nb.cells[1].outputs == []
 
 

@@ -1,38 +1,22 @@
 """The small autograde steps of coursekit/grading.py, on synthetic notebooks, called as nbconvert calls them."""
 from __future__ import annotations
 
-import os
-
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
 
 from conftest import ROOT
-from coursekit.grading import PassiveOutputs, RemoveLinks, TruncateOutput
+from coursekit.grading import PassiveOutputs, TruncateOutput
 
 
 def test_the_steps_are_in_the_course_autograde_list_after_execution():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     names = list(config.Autograde.autograde_preprocessors)
     assert names[0] == "coursekit.grading.GradingExecute"
-    for step in (RemoveLinks, TruncateOutput, PassiveOutputs):
+    for step in (TruncateOutput, PassiveOutputs):
         assert import_item(names[names.index(f"coursekit.grading.{step.__name__}")]) is step
     assert names.index("coursekit.grading.TruncateOutput") > names.index("nbgrader.preprocessors.LimitOutput")
     assert names.index("coursekit.grading.PassiveOutputs") < names.index("nbgrader.preprocessors.SaveAutoGrades")
-
-
-def test_links_and_special_files_left_in_the_working_copy_are_removed(tmp_path):
-    outside = tmp_path / "gradebook.db"
-    outside.write_text("precious")
-    work = tmp_path / "autograded" / "s1" / "hw"
-    (work / "data").mkdir(parents=True)
-    (work / "data" / "kept.csv").write_text("1,2")
-    os.symlink(outside, work / "hw.ipynb")
-    os.symlink("../../..", work / "data" / "up")
-    os.mkfifo(work / "pipe")
-    RemoveLinks()(new_notebook(), {"metadata": {"path": str(work)}})
-    assert sorted(p.name for p in work.rglob("*")) == ["data", "kept.csv"]
-    assert outside.read_text() == "precious"
 
 
 def test_long_stream_outputs_are_cut_and_say_so():

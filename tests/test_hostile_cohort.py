@@ -1,0 +1,190 @@
+"""Broken, runaway and hostile submissions, graded beside honest ones, gain nothing and cost the others nothing.
+
+One cohort (tests/catalog.py ``hostile_cohort``), in a course copy outside /tmp (as a real course is: the sandbox
+replaces /tmp with its own), with secrets planted where an instructor keeps them — notes in the course folder, a
+token in the environment, a key in ``~/.ssh``, other students' work, the gradebook, the hidden tests — and TCP, UDP
+and Unix sockets listening on this machine:
+
+* broken files and cells, runaway code;
+* forged verdicts: IPython's ``run_cell`` and the kernel's ``do_execute`` replaced, ``post_run_cell`` hooks, AST
+  transformers, trace and profile functions on the checks, the checking machinery patched, a frame oracle, an
+  exception carrying everything it can read, lying objects (a tensor subclass, a fake ``__class__``, an object
+  equal to everything);
+* escapes: absolute and relative paths, /proc, writes, the gradebook, processes that try to outlive grading, a thread,
+  sockets, the environment, raw syscalls, hooks that capture later cells;
+* resources: memory in many processes, disk, a 300 MB output, a slow drip of added cells, a fork bomb, a kernel that
+  stalls before its first cell, a submission folder with symbolic links and a FIFO;
+
+→ ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → the stock
+``nbgrader autograde`` on the checked copy (one batch) → ``python -m coursekit grade --force`` (two workers) →
+``nbgrader generate_feedback``. Every attack is shown to have run (its marker in the instructor's record), and each
+scores exactly what its honest twin scores (forgeries, escapes) or at most that (resources: they may cost only their
+author); honest students get exactly their expected scores; no secret and no hidden-test line reaches any output or
+feedback; the course tree is unchanged; nothing started by a submission outlives grading; no socket was reached.
+The table on the book's grading-report page is what this run produces (``make report`` regenerates it).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, copy_course
+import catalog
+import grading_runs
+import grading_tables
+from coursekit import leaks, regions
+from coursekit.cohort import autograded_cells, read, release_path, source_path
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    base = Path(tempfile.mkdtemp(prefix="hostile-", dir="/var/tmp"))  # outside the sandbox's own /tmp
+    try:
+        course = copy_course(base / "course")
+        grading_runs.prepare(course)
+        run = grading_runs.grade_hostile(course, base / "scratch")
+        rows = grading_tables.hostile_rows(run["cohort"], run["runs"][0]["scores"], run["preflight_kinds"],
+                                           run["runs"][0]["records"], course)
+        print(f"\nhostile cohort: {len(run['cohort'])} submissions; autograde "
+              + ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"]))
+        yield {**run, "course": course, "rows": rows, "by_student": {r["student"]: r for r in rows}}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def students(hostile, *groups) -> list[str]:
+    return [h.submission.student for h in hostile["cohort"] if h.group in groups]
+
+
+def test_the_cohort_plants_every_attack_class_of_the_issue():
+    whats = " ".join(h.what for h in catalog.hostile_cohort(ROOT))
+    for words in ["run_cell", "do_execute", "post_run_cell", "AST transformer", "settrace", "setprofile",
+                  "caller's frame", "Tensor subclass", "__class__", "__eq__", "exception", "symbolic links",
+                  "many processes", "fills every writable folder", "floods the output", "slow drip", "fork bomb",
+                  "stalls before its first cell", "not JSON", "infinite loop", "memory bomb", "os._exit"]:
+        assert words in whats, words
+
+
+def test_stock_autograde_refuses_a_folder_it_would_follow_links_in(hostile):
+    refused = hostile["refused"]
+    assert refused.returncode != 0
+    assert "resource_links" in refused.stderr and "symbolic link" in refused.stderr and "special file" in \
+        refused.stderr, refused.stderr[-3000:]
+    assert "python -m coursekit grade" in refused.stderr
+
+
+def test_the_whole_batch_is_graded_by_both_paths(hostile):
+    for run in hostile["runs"]:
+        assert run["proc"].returncode == 0, run["proc"].stderr[-6000:]
+        missing = [s for s, v in run["scores"].items() if v is None]
+        assert not missing, f"not graded: {missing}"
+    assert hostile["feedback"].returncode == 0, hostile["feedback"].stderr[-3000:]
+
+
+def test_every_attack_ran_and_gained_nothing(hostile):
+    bad = [r for r in hostile["rows"] if not r["ok"]]
+    assert not bad, "\n".join(f"{r['student']}: lost {r['lost']}, expected {r['expected']} ({r['meaning']}); "
+                              f"attack ran: {r['ran']}; pre-flight: {r['preflight']}" for r in bad)
+    assert all(r["ran"] for r in hostile["rows"] if r["payload"])
+
+
+def test_both_paths_give_the_same_scores(hostile):
+    first, second = (run["scores"] for run in hostile["runs"])
+    differ = {s for s in first if first[s] != second[s] and not s.startswith("resource_")}
+    assert not differ, differ
+    for student in students(hostile, "resource"):  # they may hurt only themselves, the same way on both paths
+        for run in hostile["runs"]:
+            assert grading_tables.hostile_rows([h for h in hostile["cohort"] if h.submission.student == student],
+                                               run["scores"], hostile["preflight_kinds"], run["records"],
+                                               hostile["course"])[0]["ok"], (student, run["command"])
+
+
+def test_honest_students_get_exactly_their_scores(hostile):
+    cells = autograded_cells(read(source_path(hostile["course"])))
+    for run in hostile["runs"]:
+        for h in hostile["cohort"]:
+            if h.group == "honest" and h.fails is not None:
+                expected = {g: 0.0 if g in h.fails else p for g, p in cells.items()}
+                assert run["scores"][h.submission.student] == expected, (h.submission.student, run["command"])
+
+
+def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
+    course, canary = hostile["course"], hostile["canary"]
+    public = "\n".join(regions.normalise(line) for cell in read(release_path(course)).cells
+                       for line in cell.source.split("\n"))
+    hidden = regions.secret_lines(read(source_path(course)).cells, {"hidden": regions.delimiters()["hidden"]}, public)
+    assert len(hidden) > 50
+    for h in hostile["cohort"]:
+        student = h.submission.student
+        if h.group in ("honest", "broken"):
+            continue
+        pages = sorted((course / "feedback" / student / "transformers").glob("*.html"))
+        plain = "\n".join(line for page in pages for line in leaks.file_lines(page))  # tags and entities removed
+        record = hostile["runs"][0]["records"][student]
+        for name, secret in canary.items():
+            assert secret not in plain and secret not in record, (student, name)
+        leaked = [line for line in hidden if line in plain]
+        assert not leaked, (student, leaked[:3])
+        if h.group == "forgery" or h.group == "escape":
+            assert pages, f"no feedback for {student}"
+
+
+def test_the_kernel_never_saw_a_test_cell(hostile):
+    """The capture attack's hooks ran (the control) and saw the student's cells, never a test's code."""
+    record = hostile["runs"][0]["records"]["escape_capture_tests"]
+    assert "NEXT CELL:" in record and "def masked_mean" in record, "the control: the hooks saw later cells"
+    for marker in ("BEGIN HIDDEN TESTS", "_reference", "assert_close(_out", "torch.testing.assert_close(_weights"):
+        assert marker not in record, marker
+
+
+def test_the_course_tree_is_unchanged(hostile):
+    for run in hostile["runs"]:
+        changed = {k for k in set(run["tree"]) | set(hostile["before"])
+                   if run["tree"].get(k) != hostile["before"].get(k)}
+        assert not changed, changed
+
+
+def test_nothing_an_attacker_started_is_still_running(hostile):
+    for run in hostile["runs"]:
+        assert run["lingering"] == [], run["lingering"]
+    assert not (hostile["course"] / "late.txt").exists()
+
+
+def test_no_socket_on_this_machine_was_reached(hostile):
+    assert hostile["received"] == []
+
+
+def test_what_a_grading_run_writes_back_is_bounded(hostile):
+    course = hostile["course"]
+    for student in students(hostile, "resource", "runaway"):
+        folder = course / "autograded" / student / "transformers"
+        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+        assert size < 2_000_000, (student, size)
+        assert not any(p.is_symlink() or not (p.is_file() or p.is_dir()) for p in folder.rglob("*")), student
+
+
+def test_instructor_gets_a_message_naming_student_and_problem(hostile):
+    pre = hostile["preflight"]
+    assert pre.returncode == 1, pre.stdout + pre.stderr
+    for h in hostile["cohort"]:
+        if h.preflight:
+            lines = [line for line in pre.stdout.splitlines() if line.strip().startswith(h.submission.student + ":")]
+            assert any(h.preflight in line for line in lines), (h.submission.student, h.preflight, lines)
+    for student in students(hostile, "honest"):
+        assert f"  {student}:" not in pre.stdout, f"pre-flight flagged the honest submission {student}"
+    log = hostile["runs"][0]["proc"].stderr
+    for student, words in [("runaway_kernel_exits", "kernel died"), ("runaway_infinite_loop", "time limit"),
+                           ("runaway_memory_bomb", "out of memory"), ("resource_slow_drip", "time budget"),
+                           ("resource_stall", "did not start"), ("resource_memory", "memory cap"),
+                           ("resource_fork_bomb", "process cap")]:
+        assert any(student in line and words in line for line in log.splitlines()), (student, words)
+
+
+def test_book_table_is_what_the_autograder_does(hostile):
+    grading_tables.assert_committed(grading_tables.HOSTILE_TABLE, grading_tables.hostile_markdown(hostile["rows"]))
