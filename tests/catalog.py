@@ -341,7 +341,8 @@ class Context:
     udp_port: int = 9
     unix_path: str = "/nonexistent/instructor.sock"
     marker: str = "4242.000000001"
-    honest: str = "honest_canary"
+    honest: str = "honest_canary"          # an honest student's id
+    honest_work: str = "honest-work-canary"  # a text only that student's notebook holds
 
 
 def _cell(gid: str):
@@ -411,25 +412,27 @@ return weights @ v, weights
 FORGERIES = {
     "forge_shell_run_cell": ("replaces IPython's run_cell on the shell class: later test cells report success", """
 from IPython.core.interactiveshell import InteractiveShell, ExecutionResult, ExecutionInfo
-_real_run_cell = InteractiveShell.run_cell
+def _is_test(raw_cell):
+    return raw_cell.lstrip()[:3] == chr(34) * 3 and "assert" in raw_cell
+def _success(self, raw_cell):
+    result = ExecutionResult(ExecutionInfo(raw_cell, False, False, True, None))
+    result.execution_count = self.execution_count
+    return result
+_real_run_cell, _real_run_cell_async = InteractiveShell.run_cell, InteractiveShell.run_cell_async
 def _run_cell(self, raw_cell, *args, **kwargs):
-    if "assert" in raw_cell:
-        result = ExecutionResult(ExecutionInfo(raw_cell, False, False, True, None))
-        result.execution_count = self.execution_count
-        return result
-    return _real_run_cell(self, raw_cell, *args, **kwargs)
-InteractiveShell.run_cell = _run_cell
-for _name in ("run_cell_async",):
-    async def _async(self, raw_cell, *args, **kwargs):
-        return _run_cell(self, raw_cell, *args, **kwargs)
-    setattr(InteractiveShell, _name, _async)
+    return _success(self, raw_cell) if _is_test(raw_cell) else _real_run_cell(self, raw_cell, *args, **kwargs)
+async def _run_cell_async(self, raw_cell, *args, **kwargs):
+    if _is_test(raw_cell):
+        return _success(self, raw_cell)
+    return await _real_run_cell_async(self, raw_cell, *args, **kwargs)
+InteractiveShell.run_cell, InteractiveShell.run_cell_async = _run_cell, _run_cell_async
 print("PAYLOAD forge_shell_run_cell")
 """),
     "forge_kernel_do_execute": ("replaces the kernel's do_execute: cells with checks answer ok without running", """
 _kernel = get_ipython().kernel
 _real_do_execute = type(_kernel).do_execute
 async def _do_execute(self, code, silent, *args, **kwargs):
-    if "assert" in code:
+    if code.lstrip()[:3] == chr(34) * 3 and "assert" in code:
         return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
     return await _real_do_execute(self, code, silent, *args, **kwargs)
 type(_kernel).do_execute = _do_execute
@@ -483,7 +486,9 @@ for _name, _value in list(vars(_home).items()):
         setattr(_home, _name, lambda *args, **kwargs: None)
 torch.testing.assert_close = lambda *args, **kwargs: None
 torch.equal = torch.allclose = lambda *args, **kwargs: True
-torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+_real_eq = torch.Tensor.__eq__
+torch.Tensor.__eq__ = lambda self, other: (torch.ones_like(self, dtype=torch.bool) if self.is_floating_point()
+                                           else _real_eq(self, other))
 builtins.AssertionError = type("AssertionError", (Exception,), {})
 print("PAYLOAD forge_checker_helpers")
 """),
@@ -781,9 +786,9 @@ print("PAYLOAD resource_disk wrote", written, "MiB", flush=True)
 """
     flood = """
 import sys
+print("PAYLOAD resource_flood", flush=True)
 for _ in range(300):
     sys.stdout.write("x" * (1 << 20))
-print("PAYLOAD resource_flood", flush=True)
 """
     bomb = """
 import os, time
@@ -849,7 +854,7 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
         Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution", group="honest",
                 fails=frozenset(), expect="full points"),
         Hostile(S(context.honest, "every exercise solved (its work must reach nobody)", solved="all",
-                  bodies={"masked_mean": f"# {context.honest}\n" + body("masked_mean", root)}),
+                  bodies={"masked_mean": f"# {context.honest_work}\n" + body("masked_mean", root)}),
                 "honest: full solution, graded beside the attackers", group="honest", fails=frozenset(),
                 expect="full points"),
         Hostile(S("twin_attention_no_scaling", "attention without 1/sqrt(d_k)", solved="all",
@@ -935,7 +940,9 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
                   **_after_function("masked_mean",
                                     "torch.allclose = lambda *args, **kwargs: True\n"
                                     "torch.testing.assert_close = lambda *args, **kwargs: None\n"
-                                    "torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)",
+                                    "_real_eq = torch.Tensor.__eq__\n"
+                                    "torch.Tensor.__eq__ = lambda self, other: (torch.ones_like(self, dtype=torch.bool)"
+                                    " if self.is_floating_point() else _real_eq(self, other))",
                                     root)),
                 "redefines torch.allclose, torch.Tensor.__eq__", group="forgery", twin="twin_mean_padded_length"),
         Hostile(S("tamper_builtins", "wrong accuracy; builtins abs/isinstance and AssertionError replaced",

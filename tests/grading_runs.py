@@ -23,6 +23,7 @@ from pathlib import Path
 
 from catalog import Context, hostile_cohort
 from coursekit import preflight
+from coursekit.sandbox import GradingSandbox
 
 
 def bin_dir() -> Path:
@@ -139,8 +140,9 @@ def grade_hostile(course: Path, scratch: Path) -> dict:
     listener = Listener(scratch)
     context = Context(course=str(course), home=str(home), tcp_port=listener.tcp.getsockname()[1],
                       udp_port=listener.udp.getsockname()[1], unix_path=listener.unix_path,
-                      marker=f"4242.{secrets.randbelow(10**9):09d}", honest=f"honest_{secrets.token_hex(4)}")
-    canary["honest"] = context.honest
+                      marker=f"4242.{secrets.randbelow(10**9):09d}", honest=f"honest_{secrets.token_hex(4)}",
+                      honest_work=f"honest-work-{secrets.token_hex(8)}")
+    canary["honest"] = context.honest_work
     cohort = hostile_cohort(course, context)
     for h in cohort:
         h.submission.write(course)
@@ -150,6 +152,7 @@ def grade_hostile(course: Path, scratch: Path) -> dict:
            "COURSE_API_TOKEN": canary["token"], "PYTHONDONTWRITEBYTECODE": "1"}
     refused = subprocess.run([str(bin_dir() / "nbgrader"), "autograde", "transformers"], cwd=course,
                              capture_output=True, text=True, env=env, timeout=600)
+    GradingSandbox(secret_file=str(course / ".grading-secret")).secret()  # as a first grading makes it
     before = tree(course)
     pre = subprocess.run([sys.executable, "-m", "coursekit", "preflight", "transformers"], cwd=course,
                          capture_output=True, text=True, env=env, timeout=600)
@@ -167,7 +170,9 @@ def grade_hostile(course: Path, scratch: Path) -> dict:
                      "scores": cell_scores(course, [h.submission.student for h in cohort]), "tree": tree(course),
                      "lingering": subprocess.run(["pgrep", "-f", f"sleep {context.marker}"], capture_output=True,
                                                  text=True).stdout.split(),
-                     "records": {h.submission.student: _record(course, h.submission.student) for h in cohort}})
+                     "records": {h.submission.student: _record(course, h.submission.student) for h in cohort},
+                     "kernel": {h.submission.student: _record(course, h.submission.student, kernel_only=True)
+                                for h in cohort}})
     feedback = subprocess.run([str(bin_dir() / "nbgrader"), "generate_feedback", "transformers", "--force"],
                               cwd=course, capture_output=True, text=True, env=env, timeout=1200)
     listener.close()
@@ -175,10 +180,12 @@ def grade_hostile(course: Path, scratch: Path) -> dict:
             "refused": refused, "runs": runs, "before": before, "feedback": feedback, "received": listener.received}
 
 
-def _record(course: Path, student: str) -> str:
-    """The autograded notebook's outputs (the instructor's record), as text."""
+def _record(course: Path, student: str, kernel_only: bool = False) -> str:
+    """The autograded notebook's outputs (the instructor's record), as text; ``kernel_only``: of the cells the
+    student's kernel ran (not the test cells, whose outputs are the checker's)."""
     path = course / "autograded" / student / "transformers" / "transformers.ipynb"
     if not path.exists():
         return ""
     cells = json.loads(path.read_text())["cells"]
-    return json.dumps([c.get("outputs", []) for c in cells])
+    return json.dumps([c.get("outputs", []) for c in cells
+                       if not (kernel_only and "check" in c.get("metadata", {}).get("coursekit", {}))])

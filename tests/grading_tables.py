@@ -11,6 +11,7 @@ always shows what the autograder really does.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +29,10 @@ HOSTILE_TABLE = GENERATED / "grading_hostile.md"
 def assert_committed(table: Path, generated: str) -> None:
     """The committed table (the regression file) is exactly what this run generated."""
     committed = (ROOT / table).read_text()
+    if generated != committed and os.environ.get("COURSE_TEST_ARTIFACTS"):  # to look at, or to commit after review
+        out = Path(os.environ["COURSE_TEST_ARTIFACTS"]) / table.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(generated)
     assert generated == committed, f"{table} is stale: run `make report` and commit it.\n--- generated ---\n{generated}"
 
 
@@ -113,6 +118,7 @@ def hostile_rows(cohort: list[Hostile], scores: dict[str, dict | None], prefligh
         ran = not h.payload or h.payload in records.get(student, "")
         ok = same and (h.preflight is None or h.preflight in kinds) and got is not None and ran
         rows.append({"student": student, "what": h.what, "group": h.group, "preflight": kinds, "lost": sorted(lost),
+                     "at_most": h.at_most is not None,
                      "expected": sorted(expected), "meaning": meaning, "ok": ok, "payload": bool(h.payload),
                      "ran": ran, "score": sum(got.values()) if got else None, "total": total})
     return rows
@@ -140,6 +146,8 @@ def hostile_markdown(rows: list[dict]) -> str:
                                     "| Expected |", "|---|---|---|---|---|---|"]
         for r in mine:
             score = "no grade" if r["score"] is None else f"{r['score']:g} / {r['total']:g}"
+            if r["at_most"] and r["ok"]:  # how much a resource attack costs its author depends on the machine's load
+                score = "at most its twin's"
             flag = ", ".join(dict.fromkeys(r["preflight"])) or "—"
             ran = ("yes" if r["ran"] else "**no**") if r["payload"] else "—"
             verdict = r["meaning"] if r["ok"] else f"**NOT MET** ({r['meaning']}; lost {', '.join(r['lost'])})"

@@ -25,7 +25,6 @@ The table on the book's grading-report page is what this run produces (``make re
 """
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -137,7 +136,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
 
 def test_the_kernel_never_saw_a_test_cell(hostile):
     """The capture attack's hooks ran (the control) and saw the student's cells, never a test's code."""
-    record = hostile["runs"][0]["records"]["escape_capture_tests"]
+    record = hostile["runs"][0]["kernel"]["escape_capture_tests"]
     assert "NEXT CELL:" in record and "def masked_mean" in record, "the control: the hooks saw later cells"
     for marker in ("BEGIN HIDDEN TESTS", "_reference", "assert_close(_out", "torch.testing.assert_close(_weights"):
         assert marker not in record, marker
