@@ -246,3 +246,70 @@ def sinusoidal_positions(n_positions, d):
     encoding[:, 0::2] = torch.sin(position * frequency)
     encoding[:, 1::2] = torch.cos(position * frequency)
     return encoding
+
+
+# --- from book/06_bpe_tokenizer.md ---
+from tokenizers import Tokenizer, decoders
+from tokenizers.models import BPE
+from tokenizers.pre_tokenizers import ByteLevel, Whitespace
+from tokenizers.trainers import BpeTrainer
+
+
+def train_bpe(texts, vocab_size, special_tokens=("[UNK]", "[PAD]"), unk_token=None, byte_level=False):
+    """BPE trained on `texts` (strings) up to `vocab_size`; character-level (Whitespace) unless byte_level.
+
+    The special tokens take the first ids, in order. Without `unk_token`, characters never seen in training are
+    dropped when encoding; byte-level BPE starts from all 256 bytes and never needs one.
+    """
+    trainer_options = {"vocab_size": vocab_size, "special_tokens": list(special_tokens), "show_progress": False}
+    tok = Tokenizer(BPE(unk_token=unk_token))
+    if byte_level:
+        tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer_options["initial_alphabet"] = ByteLevel.alphabet()
+    else:
+        tok.pre_tokenizer = Whitespace()
+    tok.train_from_iterator(texts, BpeTrainer(**trainer_options))
+    return tok
+
+
+# --- from book/07_causal_decoder.md ---
+import torch
+
+NOUNS = {"cat": "cats", "dog": "dogs", "bird": "birds", "child": "children", "farmer": "farmers",
+         "teacher": "teachers"}
+VERBS = {"cat": ["sleeps", "purrs"], "dog": ["barks", "runs"], "bird": ["sings", "flies"],
+         "child": ["laughs", "plays"], "farmer": ["works", "waits"], "teacher": ["speaks", "reads"]}
+ADJECTIVES = ["small", "old", "happy", "quiet"]
+ADVERBS = ["today", "again", "outside", "slowly"]
+P_ADJECTIVE, P_NEAR, P_ADVERB = 0.3, 0.6, 0.4
+
+
+def plural_verb(verb):
+    return "fly" if verb == "flies" else verb[:-1]
+
+
+def make_sentences(n, seed):
+    """n sentences of the course's toy grammar, e.g. 'the small dogs near the cat bark again .', from `seed`."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def pick(options):
+        return options[int(torch.randint(len(options), (1,), generator=generator))]
+
+    def coin(p):
+        return float(torch.rand(1, generator=generator)) < p
+
+    sentences = []
+    for _ in range(n):
+        plural = coin(0.5)
+        noun = pick(list(NOUNS))
+        words = ["the"] + ([pick(ADJECTIVES)] if coin(P_ADJECTIVE) else []) + [NOUNS[noun] if plural else noun]
+        if coin(P_NEAR):
+            other = pick(list(NOUNS))
+            words += ["near", "the", NOUNS[other] if coin(0.5) else other]
+        verb = pick(VERBS[noun])
+        words.append(plural_verb(verb) if plural else verb)
+        if coin(P_ADVERB):
+            words.append(pick(ADVERBS))
+        sentences.append(" ".join(words + ["."]))
+    return sentences
