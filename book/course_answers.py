@@ -90,10 +90,6 @@ def _ch7_perplexity(mean_loss):
     return math.exp(mean_loss), "perplexity is exp of the mean next-token cross-entropy (in nats)"
 
 
-def _ch7_tied(model):
-    return True, "compare the two weight tensors with `is` (the same object), or their data_ptr()"
-
-
 ANSWERS = {
     "ch1-counts": _ch1_counts,
     "ch1-labels": _ch1_labels,
@@ -110,7 +106,6 @@ ANSWERS = {
     "ch6-merge": _ch6_merge,
     "ch7-shift": _ch7_shift,
     "ch7-perplexity": _ch7_perplexity,
-    "ch7-tied": _ch7_tied,
 }
 
 
