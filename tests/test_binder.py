@@ -71,16 +71,19 @@ def _run_all(page) -> None:
 
 # The rendered markdown of the current notebook, as the learner sees it: jupyterlab-myst renders each markdown cell
 # into a `.myst` element beside the (hidden) editor; the content of closed <details> (folded dropdowns) is left out.
+# `prose` also leaves out code (inline code may quote MyST syntax on purpose, e.g. "the text says `{eval}`").
 RENDERED_MARKDOWN = """() => {
     const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
     const cells = [...panel.querySelectorAll('.jp-MarkdownCell .jp-InputArea > .myst')];
-    const shown = cells.map(el => {
+    const visible = cells.map(el => {
         const copy = el.cloneNode(true);
         copy.querySelectorAll('details:not([open]) > :not(summary)').forEach(n => n.remove());
-        return copy.textContent;
+        return copy;
     });
+    const shown = visible.map(el => el.textContent);
+    const prose = visible.map(el => { el.querySelectorAll('code').forEach(n => n.remove()); return el.textContent; });
     const details = [...panel.querySelectorAll('.jp-MarkdownCell details')];
-    return {cells: cells.length, shown: shown.join('\\n'), details: details.length,
+    return {cells: cells.length, shown: shown.join('\\n'), prose: prose.join('\\n'), details: details.length,
             open: details.filter(d => d.open).length,
             unresolved: panel.querySelectorAll('.jp-MarkdownCell [title="Cross Reference Not Found"]').length};
 }"""
@@ -105,7 +108,7 @@ def _assert_reads_like_the_page(page, source: Path, markdown_cells: int, shot: P
                   lambda: page.evaluate(RENDERED_MARKDOWN), page=page, shot=shot):
         page.wait_for_function(f"() => ({RENDERED_MARKDOWN})().cells === {markdown_cells}", timeout=UI_TIMEOUT_MS)
     state = page.evaluate(RENDERED_MARKDOWN)
-    raw = sorted({m.group(0) for m in RAW_MYST.finditer(state["shown"])})
+    raw = sorted({m.group(0) for m in RAW_MYST.finditer(state["prose"])})
     assert not raw, f"{source.name}: raw MyST visible in JupyterLab: {raw}"
     assert state["unresolved"] == 0, f"{source.name}: {state['unresolved']} cross-references not found"
     assert state["details"] > 0 and state["open"] == 0, f"{source.name}: dropdowns {state}"
@@ -115,10 +118,11 @@ def _assert_reads_like_the_page(page, source: Path, markdown_cells: int, shot: P
     assert not visible, f"{source.name}: solutions visible before the learner opens them: {visible}"
 
 
-def _wait_for_prose_numbers(page, source: Path, shot: Path) -> None:
-    """After Run All: every {eval} of the prose shows its value, none its name."""
+def _wait_for_prose_numbers(page, source: Path, markdown_cells: int, shot: Path) -> None:
+    """After Run All: every {eval} of the prose, in every markdown cell, shows its value, none its name."""
     names = sorted(set(re.findall(r"\{eval\}`(\w+)`", source.read_text())))
-    wait_until(page, f"() => !/\\bch\\d_\\w+/.test(({RENDERED_MARKDOWN})().shown)",
+    wait_until(page, f"() => {{ const r = ({RENDERED_MARKDOWN})(); "
+                     f"return r.cells === {markdown_cells} && !/\\bch\\d_\\w+/.test(r.shown); }}",
                f"every glued name in the prose of {source.name} ({len(names)} names) replaced by its value",
                seen=f"() => [...new Set(({RENDERED_MARKDOWN})().shown.match(/\\bch\\d_\\w+/g))].slice(0, 20)",
                shot=shot)
@@ -165,7 +169,7 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
         counts = [int(m.group()) for m in (re.search(r"\d+", p) for p in state["prompts"]) if m]
         assert counts == sorted(counts) and len(set(counts)) == len(counts), f"cells ran out of order: {counts}"
         assert len(counts) == expected_code_cells, f"cells that did not run: {state['prompts']}"
-        _wait_for_prose_numbers(page, binder["course"] / source, timeout_shot)
+        _wait_for_prose_numbers(page, binder["course"] / source, markdown_cells, timeout_shot)
         if "ipywidgets" in (binder["course"] / source).read_text():
             # The live notebook shows the widgets the static site replaces by a figure: rendered, not "Loading".
             sliders = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) :is(.widget-slider, .widget-hslider)")
@@ -191,6 +195,8 @@ def _run_try_it(page, cell, code: str, check, expected: str, shot: Path) -> str:
     (Shift+Enter twice, as a learner does), and wait for the check to print `expected`."""
     from playwright.sync_api import expect
 
+    # JupyterLab skips laying out cells far from the viewport (content-visibility): bring the cell in view first.
+    cell.evaluate("el => el.scrollIntoView({block: 'center'})")
     editor = cell.locator(".cm-content")
     editor.click()
     page.keyboard.press("Control+a")
@@ -219,8 +225,15 @@ def test_a_wrong_answer_is_told_what_is_wrong_and_the_solution_opens_on_request(
         _run_all(page)
         wait_for_notebook(page, f"{RUN_FINISHED} && s.prompts.every(p => /^\\[\\d+\\]:$/.test(p))",
                           f"Run All of {source} to finish", timeout=RUN_TIMEOUT_MS, shot=shot)
-        try_it = page.locator(".jp-CodeCell", has=page.locator(".cm-content", has_text="my_counts = ...")).first
-        check_cell = page.locator(".jp-CodeCell", has=page.locator(".cm-content", has_text='check("ch1-counts"')).first
+        # The try-it cell is found once, by its placeholder, and then by its place: its text changes as we type.
+        cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+        place = page.evaluate("""() => [...document.querySelectorAll(
+            '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')].findIndex(
+            c => (c.querySelector('.cm-content') || {}).textContent?.startsWith('my_counts = ...'))""")
+        assert place >= 0, "no try-it cell with `my_counts = ...`"
+        try_it, check_cell = cells.nth(place), cells.nth(place + 1)
+        expect(check_cell.locator(".cm-content")).to_contain_text('check("ch1-counts"')
+        check_cell.evaluate("el => el.scrollIntoView({block: 'center'})")
         expect(check_cell.locator(".jp-OutputArea-output").first).to_contain_text("Not tried yet")
         answers = {
             "wrong values": "my_counts = (~padding[:10]).sum(dim=1) + 1",
@@ -238,7 +251,8 @@ def test_a_wrong_answer_is_told_what_is_wrong_and_the_solution_opens_on_request(
         # The solution under the exercise: folded (no box, not visible) until its summary is clicked.
         solution = page.locator(".jp-MarkdownCell details", has=page.locator("summary", has_text="Solution")).first
         answer = solution.locator("code", has_text="my_counts = (~padding[:10]).sum(dim=1)").first
-        solution.scroll_into_view_if_needed()
+        solution.evaluate("el => el.scrollIntoView({block: 'center'})")
+        expect(solution.locator("summary")).to_be_visible(timeout=UI_TIMEOUT_MS)
         expect(answer).to_be_hidden()
         solution.locator("summary").click()
         expect(answer).to_be_visible(timeout=UI_TIMEOUT_MS)
