@@ -61,46 +61,123 @@ import numbers
 
 import torch
 
+KINDS = {"bool": "a bool tensor", "int": "an integer tensor", "float": "a floating-point tensor",
+         "complex": "a complex tensor"}
 
-def matches(answer, expected, tolerance=1e-4):
-    """True if `answer` equals `expected`: floats and float tensors within `tolerance`, everything else exactly.
 
-    Tuples, lists and dicts are compared element by element; a tensor must have the expected shape and dtype kind.
-    A NumPy number counts as the Python number it holds (`numbers.Integral`, `numbers.Real`).
+def dtype_kind(t):
+    """"bool", "int", "float" or "complex": what a check asks of a tensor's dtype (float32 and float64 both count)."""
+    if t.dtype == torch.bool:
+        return "bool"
+    return "complex" if t.is_complex() else "float" if t.is_floating_point() else "int"
+
+
+def difference(answer, expected, tolerance=1e-4):
+    """None if `answer` equals `expected`, else what differs first: the type, the shape, the dtype or the values.
+
+    Floats and float tensors are compared within `tolerance`, everything else exactly. Tuples, lists and dicts are
+    compared element by element. A one-element tensor counts as the number it holds, a NumPy number as the Python
+    number it holds (`numbers.Integral`, `numbers.Real`); a bool is not a number, nor 4.0 a count.
     """
     if isinstance(answer, torch.Tensor) and answer.numel() == 1 and not isinstance(expected, torch.Tensor):
-        answer = answer.item()  # a one-element tensor counts as the number it holds
+        answer = answer.item()
     if isinstance(expected, torch.Tensor):
-        if not isinstance(answer, torch.Tensor) or answer.shape != expected.shape:
-            return False
-        if expected.is_floating_point():
-            return answer.is_floating_point() and torch.allclose(
-                answer.double(), expected.double(), rtol=tolerance, atol=tolerance)
-        return not answer.is_floating_point() and torch.equal(answer.long(), expected.long())
+        if not isinstance(answer, torch.Tensor):
+            return f"wrong type: expected a tensor, got {type(answer).__name__}"
+        if answer.shape != expected.shape:
+            return f"wrong shape: expected {tuple(expected.shape)}, got {tuple(answer.shape)}"
+        same_values = torch.allclose(answer.double(), expected.double(), rtol=tolerance, atol=tolerance)
+        if dtype_kind(answer) != dtype_kind(expected):
+            return (f"wrong dtype: expected {KINDS[dtype_kind(expected)]}, got {answer.dtype}"
+                    + (" (the values are right)" if same_values else " (and the values differ too)"))
+        if not same_values:
+            wrong = int((~torch.isclose(answer.double(), expected.double(), rtol=tolerance, atol=tolerance)).sum())
+            return f"wrong values: the shape and dtype are right, {wrong} of {expected.numel()} entries differ"
+        return None
     if isinstance(expected, bool) or isinstance(answer, bool):
-        return isinstance(answer, bool) and isinstance(expected, bool) and answer == expected
-    if isinstance(expected, int):
-        return isinstance(answer, numbers.Integral) and answer == expected
+        if not (isinstance(answer, bool) and isinstance(expected, bool)):
+            return f"wrong type: expected {type(expected).__name__}, got {type(answer).__name__}"
+        return None if answer == expected else "wrong value"
+    if isinstance(expected, numbers.Integral):
+        if not isinstance(answer, numbers.Real):
+            return f"wrong type: expected a whole number, got {type(answer).__name__}"
+        if not isinstance(answer, numbers.Integral):
+            return f"wrong type: expected a whole number (int), got {answer!r}"
+        return None if answer == expected else "wrong value"
     if isinstance(expected, float):
-        return isinstance(answer, numbers.Real) and math.isclose(answer, expected, rel_tol=tolerance,
-                                                                 abs_tol=tolerance)
+        if not isinstance(answer, numbers.Real):
+            return f"wrong type: expected a number, got {type(answer).__name__}"
+        close = math.isclose(answer, expected, rel_tol=tolerance, abs_tol=tolerance)
+        return None if close else "wrong value"
     if isinstance(expected, (tuple, list, torch.Size)):
-        return (isinstance(answer, (tuple, list, torch.Size)) and len(answer) == len(expected)
-                and all(matches(a, e, tolerance) for a, e in zip(answer, expected)))
+        if not isinstance(answer, (tuple, list, torch.Size)):
+            return f"wrong type: expected a {type(expected).__name__}, got {type(answer).__name__}"
+        if len(answer) != len(expected):
+            return f"wrong length: expected {len(expected)} items, got {len(answer)}"
+        for i, (a, e) in enumerate(zip(answer, expected)):
+            problem = difference(a, e, tolerance)
+            if problem:
+                return f"item {i}: {problem}"
+        return None
     if isinstance(expected, dict):
-        return (isinstance(answer, dict) and answer.keys() == expected.keys()
-                and all(matches(answer[k], expected[k], tolerance) for k in expected))
-    return answer == expected
+        if not isinstance(answer, dict) or answer.keys() != expected.keys():
+            return f"wrong keys: expected a dict with keys {sorted(expected)}"
+        for k in expected:
+            problem = difference(answer[k], expected[k], tolerance)
+            if problem:
+                return f"key {k!r}: {problem}"
+        return None
+    return None if answer == expected else "wrong value"
 
 
-def check(answer, expected, hint=""):
-    """Answer a "try it" cell at once. The placeholder `...` means "not tried yet" and is never an error."""
+def matches(answer, expected, tolerance=1e-4):
+    """True if `answer` equals `expected` in the sense of `difference`."""
+    return difference(answer, expected, tolerance) is None
+
+
+def check(exercise, answer, *given):
+    """Answer a "try it" cell at once. The placeholder `...` means "not tried yet" and is never an error.
+
+    The expected answer of `exercise` is computed from `given` in course_answers.py (next to this library), so
+    that it is not printed in the check cell under the exercise.
+    """
     if answer is ...:
         print("Not tried yet: replace the `...` in the cell above with your answer, then run both cells.")
-    elif matches(answer, expected):
+        return
+    from course_answers import expected_answer
+
+    expected, hint = expected_answer(exercise, *given)
+    problem = difference(answer, expected)
+    if problem is None:
         print("Correct.")
     else:
-        print("Not yet." + (f" Hint: {hint}" if hint else "") + " The solution is in the dropdown below.")
+        print(f"Not yet: {problem}. Hint: {hint}. The solution is in the dropdown below.")
+
+
+# --- from book/01_tokens_and_shapes.md ---
+from IPython import get_ipython
+from myst_nb import glue as glue_into_notebook
+
+
+class Shown(str):
+    """A value formatted for the prose: its repr is the text itself, so the page shows 0.65, not '0.65'."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def glue(name, value, spec=""):
+    """Give the prose the value `name`: `format(value, spec)` if a format spec is given, else the value itself.
+
+    The website reads it from the notebook (myst-nb's glue); JupyterLab's jupyterlab-myst evaluates the prose's
+    {eval} roles in the running kernel, so the value also becomes a variable of the notebook under that name.
+    Text (a format spec's result, or a str) is shown without quotes.
+    """
+    shown = Shown(format(value, spec)) if spec else Shown(value) if isinstance(value, str) else value
+    glue_into_notebook(name, shown, display=False)
+    shell = get_ipython()
+    if shell is not None:
+        shell.push({name: shown})
 
 
 # --- from book/02_attention.md ---
@@ -169,3 +246,70 @@ def sinusoidal_positions(n_positions, d):
     encoding[:, 0::2] = torch.sin(position * frequency)
     encoding[:, 1::2] = torch.cos(position * frequency)
     return encoding
+
+
+# --- from book/06_bpe_tokenizer.md ---
+from tokenizers import Tokenizer, decoders
+from tokenizers.models import BPE
+from tokenizers.pre_tokenizers import ByteLevel, Whitespace
+from tokenizers.trainers import BpeTrainer
+
+
+def train_bpe(texts, vocab_size, special_tokens=("[UNK]", "[PAD]"), unk_token=None, byte_level=False):
+    """BPE trained on `texts` (strings) up to `vocab_size`; character-level (Whitespace) unless byte_level.
+
+    The special tokens take the first ids, in order. Without `unk_token`, characters never seen in training are
+    dropped when encoding; byte-level BPE starts from all 256 bytes and never needs one.
+    """
+    trainer_options = {"vocab_size": vocab_size, "special_tokens": list(special_tokens), "show_progress": False}
+    tok = Tokenizer(BPE(unk_token=unk_token))
+    if byte_level:
+        tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer_options["initial_alphabet"] = ByteLevel.alphabet()
+    else:
+        tok.pre_tokenizer = Whitespace()
+    tok.train_from_iterator(texts, BpeTrainer(**trainer_options))
+    return tok
+
+
+# --- from book/07_causal_decoder.md ---
+import torch
+
+NOUNS = {"cat": "cats", "dog": "dogs", "bird": "birds", "child": "children", "farmer": "farmers",
+         "teacher": "teachers"}
+VERBS = {"cat": ["sleeps", "purrs"], "dog": ["barks", "runs"], "bird": ["sings", "flies"],
+         "child": ["laughs", "plays"], "farmer": ["works", "waits"], "teacher": ["speaks", "reads"]}
+ADJECTIVES = ["small", "old", "happy", "quiet"]
+ADVERBS = ["today", "again", "outside", "slowly"]
+P_ADJECTIVE, P_NEAR, P_ADVERB = 0.3, 0.6, 0.4
+
+
+def plural_verb(verb):
+    return "fly" if verb == "flies" else verb[:-1]
+
+
+def make_sentences(n, seed):
+    """n sentences of the course's toy grammar, e.g. 'the small dogs near the cat bark again .', from `seed`."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def pick(options):
+        return options[int(torch.randint(len(options), (1,), generator=generator))]
+
+    def coin(p):
+        return float(torch.rand(1, generator=generator)) < p
+
+    sentences = []
+    for _ in range(n):
+        plural = coin(0.5)
+        noun = pick(list(NOUNS))
+        words = ["the"] + ([pick(ADJECTIVES)] if coin(P_ADJECTIVE) else []) + [NOUNS[noun] if plural else noun]
+        if coin(P_NEAR):
+            other = pick(list(NOUNS))
+            words += ["near", "the", NOUNS[other] if coin(0.5) else other]
+        verb = pick(VERBS[noun])
+        words.append(plural_verb(verb) if plural else verb)
+        if coin(P_ADVERB):
+            words.append(pick(ADVERBS))
+        sentences.append(" ".join(words + ["."]))
+    return sentences

@@ -6,6 +6,11 @@ environment is this venv (what environment.yml lists, tests/test_environment.py 
 that configuration and a copy of the course as its root, and headless Chromium opens each chapter at its launch
 path (`lab/tree/book/<chapter>.md`, the `urlpath` of the chapter's Binder button), runs all cells and checks the
 result. A screenshot of every chapter is saved (path printed; set COURSE_TEST_ARTIFACTS to collect them).
+
+A chapter opened this way must read as well as its page (issue 23): jupyterlab-myst (in the environment) renders the
+MyST markdown, so no role or directive shows as raw text, every solution and answer stays folded in a closed
+dropdown until the learner opens it, and once the cells have run every number of the prose (an `{eval}` role) shows
+its value. A try-it cell answers a wrong answer with what is wrong: its shape, its dtype or its values.
 """
 from __future__ import annotations
 
@@ -64,6 +69,66 @@ def _run_all(page) -> None:
     click_menu(page, "Run", page.locator(".lm-Menu-item[data-command='runmenu:run-all']:not(.lm-mod-disabled)"))
 
 
+# The rendered markdown of the current notebook, as the learner sees it: jupyterlab-myst renders each markdown cell
+# into a `.myst` element beside the (hidden) editor; the content of closed <details> (folded dropdowns) is left out.
+# `prose` also leaves out code (inline code may quote MyST syntax on purpose, e.g. "the text says `{eval}`").
+RENDERED_MARKDOWN = """() => {
+    const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+    const cells = [...panel.querySelectorAll('.jp-MarkdownCell .jp-InputArea > .myst')];
+    const visible = cells.map(el => {
+        const copy = el.cloneNode(true);
+        copy.querySelectorAll('details:not([open]) > :not(summary)').forEach(n => n.remove());
+        return copy;
+    });
+    const shown = visible.map(el => el.textContent);
+    const prose = visible.map(el => { el.querySelectorAll('code').forEach(n => n.remove()); return el.textContent; });
+    const details = [...panel.querySelectorAll('.jp-MarkdownCell details')];
+    return {cells: cells.length, shown: shown.join('\\n'), prose: prose.join('\\n'), details: details.length,
+            open: details.filter(d => d.open).length,
+            unresolved: panel.querySelectorAll('.jp-MarkdownCell [title="Cross Reference Not Found"]').length};
+}"""
+# Raw MyST that a renderer did not understand: a role, a directive fence, a substitution.
+RAW_MYST = re.compile(r"\{(glue|eval|doc|numref|ref|math|dropdown|note|tip|warning)[:}]|^\s*:::|\{\{", re.M)
+# A glued name that shows instead of its value (an {eval} not evaluated, or a role jupyterlab-myst does not know).
+GLUE_NAME = re.compile(r"\bch\d_\w+")
+
+
+def _answers_in_dropdowns(source: Path) -> list[str]:
+    """The answer lines (`my_... = ...`) of the chapter's solution dropdowns."""
+    lines = []
+    for block in re.findall(r":::\{dropdown\} Solution\n```python\n(.*?)\n```", source.read_text(), re.S):
+        lines += [line.strip() for line in block.splitlines() if line.strip().startswith("my_")]
+    return lines
+
+
+def _assert_reads_like_the_page(page, source: Path, markdown_cells: int, shot: Path) -> None:
+    """Before anything runs: every markdown cell rendered by jupyterlab-myst, no raw MyST, every dropdown folded,
+    no solution's answer visible."""
+    with awaiting(f"the {markdown_cells} markdown cells of {source.name} rendered as MyST",
+                  lambda: page.evaluate(RENDERED_MARKDOWN), page=page, shot=shot):
+        page.wait_for_function(f"() => ({RENDERED_MARKDOWN})().cells === {markdown_cells}", timeout=UI_TIMEOUT_MS)
+    state = page.evaluate(RENDERED_MARKDOWN)
+    raw = sorted({m.group(0) for m in RAW_MYST.finditer(state["prose"])})
+    assert not raw, f"{source.name}: raw MyST visible in JupyterLab: {raw}"
+    assert state["unresolved"] == 0, f"{source.name}: {state['unresolved']} cross-references not found"
+    assert state["details"] > 0 and state["open"] == 0, f"{source.name}: dropdowns {state}"
+    answers = _answers_in_dropdowns(source)
+    assert answers, f"{source.name}: no solution dropdown found"
+    visible = [a for a in answers if " ".join(a.split()) in " ".join(state["shown"].split())]
+    assert not visible, f"{source.name}: solutions visible before the learner opens them: {visible}"
+
+
+def _wait_for_prose_numbers(page, source: Path, markdown_cells: int, shot: Path) -> None:
+    """After Run All: every {eval} of the prose, in every markdown cell, shows its value, none its name."""
+    names = sorted(set(re.findall(r"\{eval\}`(\w+)`", source.read_text())))
+    wait_until(page, f"() => {{ const r = ({RENDERED_MARKDOWN})(); "
+                     f"return r.cells === {markdown_cells} && !/\\bch\\d_\\w+/.test(r.shown); }}",
+               f"every glued name in the prose of {source.name} ({len(names)} names) replaced by its value",
+               seen=f"() => [...new Set(({RENDERED_MARKDOWN})().shown.match(/\\bch\\d_\\w+/g))].slice(0, 20)",
+               shot=shot)
+    assert not GLUE_NAME.search(page.evaluate(RENDERED_MARKDOWN)["shown"])
+
+
 def test_postbuild_sets_jupytext_notebook_as_default_viewer(binder):
     viewers = binder["overrides"]["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
     assert viewers["markdown"] == "Jupytext Notebook" and viewers["myst"] == "Jupytext Notebook", viewers
@@ -84,9 +149,12 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
     external_before = len(recorder.external)
     timeout_shot = shots / f"{Path(chapter).name}-timeout.png"
 
+    markdown_cells = sum(cell.cell_type == "markdown" for cell in notebook.cells)
+
     page, state = open_notebook(context, lab, f"lab/tree/{source}", expected_code_cells, shot=timeout_shot)
     try:
         assert state["kernel"].startswith("Python 3"), f"kernel: {state['kernel']!r}"
+        _assert_reads_like_the_page(page, binder["course"] / source, markdown_cells, timeout_shot)
 
         started = time.monotonic()
         _run_all(page)
@@ -101,6 +169,7 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
         counts = [int(m.group()) for m in (re.search(r"\d+", p) for p in state["prompts"]) if m]
         assert counts == sorted(counts) and len(set(counts)) == len(counts), f"cells ran out of order: {counts}"
         assert len(counts) == expected_code_cells, f"cells that did not run: {state['prompts']}"
+        _wait_for_prose_numbers(page, binder["course"] / source, markdown_cells, timeout_shot)
         if "ipywidgets" in (binder["course"] / source).read_text():
             # The live notebook shows the widgets the static site replaces by a figure: rendered, not "Loading".
             sliders = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) :is(.widget-slider, .widget-hslider)")
@@ -119,6 +188,79 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
 def _widget_output_text(cell) -> str:
     return cell.locator(".widget-output").first.evaluate(
         "el => el.textContent + ' ' + [...el.querySelectorAll('img')].map(i => i.src.slice(-200)).join(' ')")
+
+
+def _run_try_it(page, cell, code: str, check, expected: str, shot: Path) -> str:
+    """Replace a try-it cell's code with `code` (typed as a learner types it), run it and its check cell
+    (Shift+Enter twice, as a learner does), and wait for the check to print `expected`."""
+    from playwright.sync_api import expect
+
+    # JupyterLab skips laying out cells far from the viewport (content-visibility): bring the cell in view first.
+    cell.evaluate("el => el.scrollIntoView({block: 'center'})")
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(code)  # insert_text: no key events, so no auto-closed brackets
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+    output = check.locator(".jp-OutputArea-output")
+    with awaiting(f"the check to answer {code!r} with {expected!r}", lambda: output.all_text_contents(),
+                  page=page, shot=shot):
+        expect(output.first).to_contain_text(expected, timeout=RUN_TIMEOUT_MS)
+    return output.first.text_content()
+
+
+@pytest.mark.parametrize("chapter", ["book/01_tokens_and_shapes"])
+def test_a_wrong_answer_is_told_what_is_wrong_and_the_solution_opens_on_request(binder, chapter):
+    """A learner's wrong answers get the specific message (values, dtype, shape), the right one "Correct.", and the
+    solution under the exercise is hidden until its dropdown is opened."""
+    from playwright.sync_api import expect
+
+    lab = binder["lab"]
+    source = f"{chapter}.md"
+    code_cells = sum(cell.cell_type == "code" for cell in jupytext.read(binder["course"] / source).cells)
+    shot = binder["shots"] / f"{Path(chapter).name}-try-it-timeout.png"
+    page, _ = open_notebook(binder["context"], lab, f"lab/tree/{source}", code_cells, shot=shot)
+    try:
+        _run_all(page)
+        wait_for_notebook(page, f"{RUN_FINISHED} && s.prompts.every(p => /^\\[\\d+\\]:$/.test(p))",
+                          f"Run All of {source} to finish", timeout=RUN_TIMEOUT_MS, shot=shot)
+        # The try-it cell is found once, by its placeholder, and then by its place: its text changes as we type.
+        cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+        place = page.evaluate("""() => [...document.querySelectorAll(
+            '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')].findIndex(
+            c => (c.querySelector('.cm-content') || {}).textContent?.startsWith('my_counts = ...'))""")
+        assert place >= 0, "no try-it cell with `my_counts = ...`"
+        try_it, check_cell = cells.nth(place), cells.nth(place + 1)
+        expect(check_cell.locator(".cm-content")).to_contain_text('check("ch1-counts"')
+        check_cell.evaluate("el => el.scrollIntoView({block: 'center'})")
+        expect(check_cell.locator(".jp-OutputArea-output").first).to_contain_text("Not tried yet")
+        answers = {
+            "wrong values": "my_counts = (~padding[:10]).sum(dim=1) + 1",
+            "wrong dtype": "my_counts = (~padding[:10]).sum(dim=1).float()",
+            "wrong shape": "my_counts = (~padding[:10]).sum(dim=1, keepdim=True)",
+            "Correct.": "my_counts = (~padding[:10]).sum(dim=1)",
+        }
+        printed = {expected: _run_try_it(page, try_it, code, check_cell, expected, shot)
+                   for expected, code in answers.items()}
+        assert "the values are right" in printed["wrong dtype"], printed
+        assert "expected (10,), got (10, 1)" in printed["wrong shape"], printed
+        for expected, text in printed.items():  # each message names its own problem and no other
+            others = [kind for kind in ("wrong values", "wrong dtype", "wrong shape") if kind != expected]
+            assert not any(kind in text for kind in others), printed
+        # The solution under the exercise: folded (no box, not visible) until its summary is clicked.
+        solution = page.locator(".jp-MarkdownCell details", has=page.locator("summary", has_text="Solution")).first
+        answer = solution.locator("code", has_text="my_counts = (~padding[:10]).sum(dim=1)").first
+        solution.evaluate("el => el.scrollIntoView({block: 'center'})")
+        expect(solution.locator("summary")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        expect(answer).to_be_hidden()
+        solution.locator("summary").click()
+        expect(answer).to_be_visible(timeout=UI_TIMEOUT_MS)
+        page.screenshot(path=str(binder["shots"] / f"{Path(chapter).name}-try-it.png"))
+        print(f"\n[binder] {chapter} try-it answers: {printed}")
+    finally:
+        page.close()
+        lab.shutdown_kernels()
 
 
 @pytest.mark.parametrize("chapter", ["book/06_bpe_tokenizer"])

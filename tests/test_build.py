@@ -23,8 +23,8 @@ def soup(built_site, page: str) -> BeautifulSoup:
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
-def test_six_chapters_in_toc():
-    assert len(CHAPTERS) == 6
+def test_seven_chapters_in_toc():
+    assert len(CHAPTERS) == 7 and CHAPTERS[-1] == "book/07_causal_decoder"
     for chapter in CHAPTERS:
         assert (ROOT / f"{chapter}.md").exists(), f"{chapter}.md listed in _toc.yml but missing"
 
@@ -71,7 +71,14 @@ def test_chapter_executed_with_figures_and_no_errors(built_site, chapter):
     assert not main.select(".output.error, .output.traceback"), f"{chapter}: an error output is rendered"
     for block in main.select("div.cell_output .output.stderr"):
         assert "Error" not in block.get_text(), f"{chapter}: error text on stderr: {block.get_text()[:300]}"
-    assert "{glue" not in text, f"{chapter}: an unresolved glue reference"
+    prose = BeautifulSoup(str(main), "html.parser")
+    for code in prose.select("code, pre"):  # code may quote the syntax on purpose ("the text says `{eval}`")
+        code.decompose()
+    prose_text = prose.get_text(" ")
+    assert "{glue" not in prose_text and "{eval" not in prose_text, f"{chapter}: an unresolved glue or eval reference"
+    pasted = main.select("span.output.text_plain")  # what book/_ext/prose_numbers.py pastes for {eval}`name`
+    source = (ROOT / f"{chapter}.md").read_text()
+    assert pasted or "{eval}`" not in source, f"{chapter}: no {{eval}} role was pasted"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -121,6 +128,53 @@ def _mini_book(tmp_path: Path, pages: dict[str, str]) -> Path:
     for name, text in pages.items():
         (book / "book" / f"{name}.md").write_text(text)
     return book
+
+
+GLUING_CHAPTER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Numbers
+
+```{code-cell} ipython3
+from myst_nb import glue
+
+
+class Shown(str):
+    def __repr__(self):
+        return str(self)
+
+
+glue("n_sets", 2048, display=False)
+glue("accuracy", Shown(f"{0.98828:.3f}"), display=False)
+```
+
+There are {eval}`n_sets` sets and the accuracy is {eval}`accuracy`.
+"""
+
+
+def test_eval_roles_show_the_glued_values_and_an_unknown_name_fails_the_build(tmp_path):
+    """Canary for book/_ext/prose_numbers.py: on the site, {eval}`name` pastes the value glued under `name` (through
+    myst-nb's glue role, found by docutils' role lookup); a name nobody glued fails the -W build, naming it."""
+    book = _mini_book(tmp_path / "ok", {"intro": "# Intro\n\nHello.\n", "numbers": GLUING_CHAPTER})
+    proc = run([str(BIN / "jupyter-book"), "build", str(book), "-n", "-W", "--keep-going"], cwd=book, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    page = BeautifulSoup((book / "_build" / "html" / "book" / "numbers.html").read_text(), "html.parser")
+    text = " ".join(page.select_one("main").get_text(" ").split())
+    assert "There are 2048 sets and the accuracy is 0.988 ." in text, text[-400:]
+
+    broken = _mini_book(tmp_path / "broken", {"intro": "# Intro\n\nHello.\n",
+                                               "numbers": GLUING_CHAPTER.replace("{eval}`n_sets`", "{eval}`n_set`")})
+    proc = run([str(BIN / "jupyter-book"), "build", str(broken), "-n", "-W", "--keep-going"], cwd=broken, check=False)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "n_set" in log, log[-3000:]
 
 
 def test_a_raising_chapter_fails_the_build_naming_it(tmp_path):

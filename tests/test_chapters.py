@@ -129,6 +129,66 @@ def test_every_chapter_has_two_try_its_that_are_not_homework(chapter):
             assert name not in item["solution"], f"{chapter}: a try-it solution uses the homework's {name!r}"
 
 
+def load_answers(tmp_path):
+    """book/course_answers.py, imported from a copy (as load_course_lib does for the library)."""
+    import importlib.util
+
+    copy = shutil.copy(ROOT / "book" / "course_answers.py", tmp_path / "course_answers.py")
+    spec = importlib.util.spec_from_file_location("course_answers_under_test", copy)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_calls() -> dict[str, tuple[str, ast.Call]]:
+    """{exercise: (chapter, the check call)} of every try-it check cell of the book."""
+    found = {}
+    for chapter in CHAPTERS:
+        for item in try_its(chapter):
+            calls = [n for n in ast.walk(ast.parse(item["check"])) if isinstance(n, ast.Call)
+                     and getattr(n.func, "id", None) == "check"]
+            assert len(calls) == 1, f"{chapter}: a check cell must make exactly one check(...) call:\n{item['check']}"
+            call = calls[0]
+            assert isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str), (
+                f"{chapter}: check's first argument names the exercise: {ast.unparse(call)}")
+            assert call.args[0].value not in found, f"exercise {call.args[0].value!r} checked twice"
+            found[call.args[0].value] = (chapter, call)
+    return found
+
+
+def test_check_cells_show_no_answer_and_every_answer_is_used(tmp_path):
+    """A check cell names its exercise and passes the learner's variable and plain names of the chapter's data,
+    never an expected value; every exercise of course_answers.py is checked by exactly one cell of the book."""
+    calls = check_calls()
+    for exercise, (chapter, call) in calls.items():
+        assert not call.keywords, f"{chapter}: {ast.unparse(call)} passes keywords (a hint or an expected value?)"
+        assert isinstance(call.args[1], ast.Name) and call.args[1].id.startswith("my_"), ast.unparse(call)
+        given = call.args[2:]
+        assert all(isinstance(a, ast.Name) for a in given), (
+            f"{chapter}: {ast.unparse(call)}: pass the chapter's variables by name, not expressions")
+    assert sorted(calls) == sorted(load_answers(tmp_path).ANSWERS), "course_answers.py and the check cells differ"
+
+
+def test_difference_names_type_shape_dtype_or_values(tmp_path):
+    """Issue 23: a right value in the wrong dtype is told so, not lumped in with wrong values."""
+    import torch
+
+    difference = load_course_lib(tmp_path).difference
+    expected = torch.tensor([3, 4, 5])
+    assert difference(torch.tensor([3, 4, 5]), expected) is None
+    assert difference(torch.tensor([3.0, 4.0, 5.0]), expected).startswith("wrong dtype")
+    assert "the values are right" in difference(torch.tensor([3.0, 4.0, 5.0]), expected)
+    assert "values differ" in difference(torch.tensor([3.5, 4.0, 5.0]), expected)
+    assert difference(torch.tensor([[3, 4, 5]]), expected) == "wrong shape: expected (3,), got (1, 3)"
+    assert difference(torch.tensor([3, 4, 6]), expected) == (
+        "wrong values: the shape and dtype are right, 1 of 3 entries differ")
+    assert difference([3, 4, 5], expected).startswith("wrong type")
+    assert difference(torch.tensor([1, 0]), torch.tensor([True, False])).startswith("wrong dtype")
+    assert difference(torch.tensor([0.1, 0.2]), torch.tensor([0.1, 0.2], dtype=torch.float64)) is None
+    assert difference((1, torch.ones(2)), (1, torch.ones(3))).startswith("item 1: wrong shape")
+    assert difference(4.0, 4).startswith("wrong type") and difference(5, 4) == "wrong value"
+
+
 PERTURB = '''
 def _perturb(value):
     """A wrong answer of the same kind: every element changed."""
@@ -149,6 +209,14 @@ def _perturb(value):
     if isinstance(value, str):
         return value + "?"
     raise TypeError(f"no wrong answer for {type(value)}")
+
+
+def _other_dtype(value):
+    """The same values in another dtype kind: bool -> int, int -> float, float -> int (rounded)."""
+    import torch
+    if value.dtype == torch.bool:
+        return value.int()
+    return value.round().long() if value.is_floating_point() else value.double()
 '''
 
 
@@ -171,16 +239,26 @@ def test_try_it_checks_reject_wrong_and_accept_right(chapter, tmp_path):
                 nb.cells.append(nbformat.v4.new_code_cell(PERTURB))
             continue
         item = items[i]
+        var = item["variable"]
         steps = [(item["cell"], "Not tried yet"), (item["solution"], "Correct."),
-                 (f"{item['variable']} = _perturb({item['variable']})", "Not yet."), (item["solution"], "Correct.")]
+                 (f"{var} = _perturb({var})", "Not yet: "), (item["solution"], "Correct.")]
+        # Tensor answers: a changed shape and a changed dtype are each named as such (issue 23, item 5).
+        for kind, change in [("wrong shape", f"{var}.unsqueeze(0)"), ("wrong dtype", f"_other_dtype({var})")]:
+            steps += [(f"{var} = {change} if isinstance({var}, torch.Tensor) and {var}.dim() else {var}", kind),
+                      (item["solution"], "Correct.")]
         for code, verdict in steps:
             nb.cells.append(nbformat.v4.new_code_cell(code))
             nb.cells.append(nbformat.v4.new_code_cell(item["check"]))
             expect[len(nb.cells) - 1] = verdict
-    shutil.copy(ROOT / "book" / "course_lib.py", tmp_path / "course_lib.py")
+    for name in ("course_lib.py", "course_answers.py"):
+        shutil.copy(ROOT / "book" / name, tmp_path / name)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     for index, verdict in expect.items():
         printed = "".join(o.get("text", "") for o in nb.cells[index].outputs)
+        if verdict.startswith("wrong ") and printed.startswith("Correct."):
+            continue  # not a tensor answer (a number, a tuple): unchanged by the shape or dtype step
+        if verdict.startswith("wrong "):
+            verdict = f"Not yet: {verdict}"
         assert printed.startswith(verdict), (
             f"{chapter}: after\n{nb.cells[index - 1].source}\nthe check printed {printed!r}, expected {verdict!r}")
 
