@@ -114,6 +114,13 @@ WRONG = [
         weights = e / e.sum(dim=-1)
         return weights @ v, weights
     """),
+    Plant("softmax_without_max", "attention",
+          "hand-written softmax without subtracting the row maximum (exp(s) / exp(s).sum(-1, keepdim=True))", """
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        e = scores.masked_fill(padding[:, None, :], float("-inf")).exp()
+        weights = e / e.sum(dim=-1, keepdim=True)
+        return weights @ v, weights
+    """),
     Plant("returns_swapped", "attention", "returns (weights, output) in the wrong order", """
         scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
         weights = scores.masked_fill(padding[:, None, :], float("-inf")).softmax(dim=-1)
