@@ -3,10 +3,10 @@
     .venv/bin/python bench/bench_autograde.py [--students 40] [--jobs 2] [--floor-runs 3]
 
 In a temporary copy of the course: ``nbgrader generate_assignment``, then a cohort of ``--students`` submissions
-(the demo cohort of ``coursekit.cohort`` plus copies of the solved notebook). Measured side by side:
+(the assignment's demo cohort plus copies of the solved notebook; ``--assignment``, default transformers). Measured side by side:
 
 * **course**: stock ``nbgrader autograde transformers`` with the course's configuration: every kernel in the sandbox,
-  every test cell in the checker (``coursekit.grading.GradingExecute``); per-submission wall time from the gaps
+  every test cell in the checker (``coursekit.autograde.execute.GradingExecute``); per-submission wall time from the gaps
   between consecutive autograded notebooks' modification times (median), and total / students;
 * **stock**: the same command in a copy of the course whose ``nbgrader_config.py`` drops the course's autograde
   preprocessors, exporter and kernel (nbgrader's own ``Execute`` in a plain ``python3`` kernel, tests run in the
@@ -31,26 +31,26 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit.cohort import Submission, demo_cohort
+from coursekit.course import Course
+from coursekit.planting import Submission, demo_cohort
 from _common import BIN, copy_course, machine, median, run_notebook, sh  # bench/ is on sys.path: the script's folder
 
-ASSIGNMENT = "transformers"
 FLOOR_CODE = "import torch, tokenizers, matplotlib.pyplot, ipywidgets"
 
 
 HALVES = ("a_", "b_")  # two halves of the cohort, each a glob for `--student`: the demo cohort and solved copies
 
 
-def make_cohort(course: Path, n: int) -> list[str]:
+def make_cohort(hw, n: int) -> list[str]:
     import dataclasses
 
     for prefix in HALVES:
-        cohort = demo_cohort(course)
+        cohort = demo_cohort(hw)
         cohort += [Submission(f"copy_{k:03d}", "the solved notebook", solved="all")
                    for k in range(max(0, n // 2 - len(cohort)))]
         for sub in cohort:
-            dataclasses.replace(sub, student=prefix + sub.student).write(course)
-    return sorted(p.name for p in (course / "submitted").iterdir())
+            dataclasses.replace(sub, student=prefix + sub.student).write(hw)
+    return sorted(p.name for p in (hw.course.root / "submitted").iterdir())
 
 
 def floor(runs: int, cwd: Path, kernel: str = "python3") -> list[dict]:
@@ -58,8 +58,8 @@ def floor(runs: int, cwd: Path, kernel: str = "python3") -> list[dict]:
     return [run_notebook(nb, cwd, client_options={"kernel_name": kernel}) for _ in range(runs)]
 
 
-def per_submission_from_mtimes(course: Path, students: list[str]) -> list[float]:
-    stamps = sorted((course / "autograded" / s / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").stat().st_mtime for s in students)
+def per_submission_from_mtimes(course: Path, students: list[str], assignment: str) -> list[float]:
+    stamps = sorted(next((course / "autograded" / s / assignment).glob("*.ipynb")).stat().st_mtime for s in students)
     return [b - a for a, b in zip(stamps, stamps[1:])]
 
 
@@ -84,6 +84,7 @@ def stock_copy(course: Path, dest: Path) -> Path:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assignment", default="transformers", help="the assignment whose cohort is graded")
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     parser.add_argument("--floor-runs", type=int, default=3, help="floor runs before and again after the sequential runs")
@@ -93,8 +94,10 @@ def main(argv=None) -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-autograde-"))
     course = copy_course(work / "course")
     try:
+        ASSIGNMENT = args.assignment  # noqa: N806 - the one assignment of this run
         sh([BIN / "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], course)
-        students = make_cohort(course, args.students)
+        hw = Course.load(course).assignment(ASSIGNMENT)
+        students = make_cohort(hw, args.students)
         n = len(students)
         print(f"  cohort: {n} submissions")
 
@@ -113,10 +116,10 @@ def main(argv=None) -> int:
             flags = [f"--student={prefix}*"]
             seconds, proc = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, *flags], course, check=False)
             seq_total, cpu = seq_total + seconds, cpu + proc.cpu
-            gaps += per_submission_from_mtimes(course, part)
+            gaps += per_submission_from_mtimes(course, part, ASSIGNMENT)
             seconds, proc = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, *flags], stock, check=False)
             stock_total, stock_cpu = stock_total + seconds, stock_cpu + proc.cpu
-            stock_gaps += per_submission_from_mtimes(stock, part)
+            stock_gaps += per_submission_from_mtimes(stock, part, ASSIGNMENT)
         sh([BIN / "nbgrader", "export", "--to", work / "sequential.csv"], course)
         sh([BIN / "nbgrader", "export", "--to", work / "stock.csv"], stock)
         floors += floor(args.floor_runs, scratch)

@@ -10,19 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from coursekit import ROOT, copy_course  # noqa: F401  (re-exported for the tests)
+from coursekit import ROOT, copy_course, venv_env  # noqa: F401  (re-exported for the tests)
+from coursekit.course import Course
 
 BIN = Path(sys.executable).parent
 # This environment's programs first on PATH, as `. .venv/bin/activate` puts them (nbgrader runs `alembic` from PATH when
 # it creates a gradebook, in this process too).
-os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-ASSIGNMENT = "transformers"
+os.environ.update(venv_env())
+COURSE = Course.load(ROOT)
+ASSIGNMENTS = COURSE.assignment_names()  # tests of generic behaviour run for each of them
+ASSIGNMENT = "transformers"              # the homework the hostile cohort and the browser tests use
 BROKEN = "demo_unreadable_file"
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
     """Run a command, returning CompletedProcess; on failure show its output in the assertion."""
-    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
+    full_env = venv_env(**(env or {}))
     proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=full_env)
     if check:
@@ -65,6 +68,12 @@ def course_dir(tmp_path: Path) -> Path:
     return copy_course(tmp_path / "course")
 
 
+@pytest.fixture(params=ASSIGNMENTS)
+def assignment(request):
+    """Each assignment of the course (the repository's, read-only)."""
+    return COURSE.assignment(request.param)
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> dict:
     """Build the book once per session in a temporary copy with ``-n -W --keep-going``.
@@ -83,67 +92,12 @@ def built_site(tmp_path_factory) -> dict:
     return {"root": course, "html": course / "_build" / "html", "log": log, "cache_log": cache.stdout + cache.stderr}
 
 
-# --------------------------------------------------------------------------- a demo cohort, graded the stock way
-@pytest.fixture(scope="session")
-def course_snapshot(tmp_path_factory) -> Path:
-    """One copy of the course per session, so every run of a comparison grades the very same files."""
-    return copy_course(tmp_path_factory.mktemp("snapshot") / "course")
-
-
-def prepare_course(snapshot: Path, dest: Path, db_url: str | None = None) -> Path:
-    """A course copy with the assignment in the gradebook and the demo cohort (+ a broken file) submitted."""
-    from coursekit.cohort import Submission, demo_cohort
-
-    course = dest / "course"
-    shutil.copytree(snapshot, course, symlinks=True)
-    db = [f"--db={db_url}"] if db_url else []
-    run([BIN / "nbgrader", "generate_assignment", ASSIGNMENT, "--force", *db], cwd=course)
-    for sub in demo_cohort(course) + [Submission(BROKEN, "not a notebook", raw=b"{ this is not json")]:
-        sub.write(course)
-    return course
-
-
-def export(course: Path, db_url: str | None = None) -> list[str]:
-    """`nbgrader export` as lines: the header first, then the rows sorted (nbgrader orders students by name,
-    and the demo students have none, so row order is the database's)."""
-    db = [f"--db={db_url}"] if db_url else []
-    out = course / "export.csv"
-    run([BIN / "nbgrader", "export", "--to", out, *db], cwd=course)
-    header, *rows = out.read_text().splitlines()
-    return [header] + sorted(rows)
-
-
-def cell_scores(course: Path, db_url: str | None = None) -> dict[tuple[str, str], float]:
-    """{(student, grade id): score} of every submission in the gradebook, through nbgrader's API."""
-    from coursekit.course import Course
-
-    found = {}
-    with Course.load(course, **({"db_url": db_url} if db_url else {})).gradebook() as gb:
-        for sub in gb.assignment_submissions(ASSIGNMENT):
-            for nb in sub.notebooks:
-                for grade in nb.grades:
-                    found[(sub.student.id, grade.name)] = grade.score
-    return found
-
-
-@pytest.fixture(scope="session")
-def demo_reference(course_snapshot, tmp_path_factory) -> dict:
-    """The demo cohort checked by pre-flight and graded by the stock sequential `nbgrader autograde`."""
-    course = prepare_course(course_snapshot, tmp_path_factory.mktemp("sequential"))
-    run([sys.executable, "-m", "coursekit", "preflight", ASSIGNMENT], cwd=course, check=False)
-    run([BIN / "nbgrader", "autograde", ASSIGNMENT, "--CourseDirectory.submitted_directory=preflight/submitted"],
-        cwd=course)
-    reference = {"csv": export(course), "cells": cell_scores(course), "course": course}
-    assert len(reference["csv"]) >= 12, reference["csv"]
-    return reference
-
-
 # --------------------------------------------------------------------------------- scheduling on xdist workers
 # `make test` runs two pytest-xdist workers that take whole test modules (--dist loadfile) in the order collected.
 # The longest modules go first (longest-processing-time-first scheduling), so no worker starts a ten-minute module
 # near the end while the other idles. The rest keep their order.
-FIRST = ["test_hostile_cohort.py", "test_grading_catalog.py", "test_site_browser.py", "test_parallel_autograde.py",
-         "test_homework_pipeline.py", "test_binder.py", "test_postgres.py", "test_publish.py"]
+FIRST = ["test_hostile_cohort.py", "test_pipeline.py", "test_grading_catalog.py", "test_site_browser.py",
+         "test_binder.py", "test_publish.py", "test_build.py", "test_homework_salts.py"]
 
 
 def pytest_collection_modifyitems(session, config, items):

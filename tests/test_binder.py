@@ -23,19 +23,18 @@ from pathlib import Path
 
 import jupytext
 import pytest
-import yaml
 
 from browser_util import (RUN_FINISHED, RUN_TIMEOUT_MS, UI_TIMEOUT_MS, Lab, RequestRecorder, artifacts_dir, awaiting,
                           chromium, click_menu, jupyter_env, notebook_state, open_document, open_notebook,
                           require_browser_tools, wait_for_notebook, wait_until)
 from conftest import copy_course
+from coursekit import book
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-CHAPTERS = [ch["file"] for part in TOC["parts"] if part.get("numbered") for ch in part["chapters"]]
+CHAPTERS = book.chapters(ROOT)
 
 
 def _run_postbuild(course: Path, env: dict) -> dict:

@@ -1,5 +1,5 @@
 """Canvas and Moodle downloads reach submitted/ through stock `nbgrader zip_collect` with the course's configuration
-(coursekit/platforms.py): resubmissions, a wrong notebook name, a non-notebook file and a late flag each get a clear
+(coursekit/collect.py, coursekit/export.py): resubmissions, a wrong notebook name, a non-notebook file and a late flag each get a clear
 message, and nothing is lost. Grade files for both platforms come from `nbgrader export --exporter=...`."""
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import zipfile
 import pytest
 
 from conftest import BIN, copy_course, run
-from coursekit.cohort import Submission
-from coursekit.platforms import parse
+from coursekit.collect import parse
+from coursekit.course import Course
+from coursekit.planting import Submission
 
 pytestmark = pytest.mark.slow
 
@@ -100,14 +101,15 @@ def test_grade_files_for_canvas_and_moodle(course, tmp_path):
     import shutil
 
     shutil.rmtree(course / "submitted", ignore_errors=True)  # the downloads collected above: not graded here
+    hw = Course.load(course).assignment("transformers")
     for sub in (Submission("3001", solved="all"), Submission("3002", solved=())):
-        sub.write(course)
+        sub.write(hw)
     run([BIN / "nbgrader", "db", "student", "add", "3001", "--first-name", "Ada", "--last-name", "Lovelace",
          "--email", "ada@example.org"], cwd=course)
     run([BIN / "nbgrader", "autograde", "transformers"], cwd=course, timeout=900)
-    canvas = run([BIN / "nbgrader", "export", "--exporter=coursekit.platforms.CanvasCsvExport",
+    canvas = run([BIN / "nbgrader", "export", "--exporter=coursekit.export.CanvasCsvExport",
                   f"--to={tmp_path / 'canvas.csv'}"], cwd=course)
-    moodle = run([BIN / "nbgrader", "export", "--exporter=coursekit.platforms.MoodleWorksheetExport",
+    moodle = run([BIN / "nbgrader", "export", "--exporter=coursekit.export.MoodleWorksheetExport",
                   f"--to={tmp_path / 'moodle.csv'}"], cwd=course)
     plain = run([BIN / "nbgrader", "export", f"--to={tmp_path / 'grades.csv'}"], cwd=course)
     grades = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}

@@ -1,6 +1,6 @@
 """Broken, runaway and hostile submissions, graded beside honest ones, gain nothing and cost the others nothing.
 
-One cohort (tests/catalog.py ``hostile_cohort``), in a course copy outside /tmp (as a real course is: the sandbox
+One cohort (the homework's ``hostile_cohort``), in a course copy outside /tmp (as a real course is: the sandbox
 replaces /tmp with its own), with secrets planted where an instructor keeps them — notes in the course folder, a
 token in the environment, a key in ``~/.ssh``, other students' work, the gradebook, the hidden tests — and TCP, UDP
 and Unix sockets listening on this machine:
@@ -21,7 +21,8 @@ and Unix sockets listening on this machine:
 scores exactly what its honest twin scores (forgeries, escapes) or at most that (resources: they may cost only their
 author); honest students get exactly their expected scores; no secret and no hidden-test line reaches any output or
 feedback; the course tree is unchanged; nothing started by a submission outlives grading; no socket was reached.
-The table on the book's grading-report page is what this run produces (``make report`` regenerates it).
+The table on the book's grading-report page is what this run produces (``make report`` regenerates it). The cohort is
+the transformers homework's (``assignments/transformers/grading/planted.py``): the grader, not the homework, is tested.
 """
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, copy_course
-import catalog
-import grading_runs
-import grading_tables
-from coursekit import leaks, regions
-from coursekit.cohort import autograded_cells, read, release_path, source_path
+from conftest import ASSIGNMENT, COURSE, copy_course
+from coursekit import leaks
+from coursekit.commands import report
+from coursekit.course import Course
+from coursekit.notebook import normalise, secret_lines
+from coursekit.planting import Context
 
 pytestmark = pytest.mark.slow
 
@@ -45,14 +46,15 @@ pytestmark = pytest.mark.slow
 def hostile():
     base = Path(tempfile.mkdtemp(prefix="hostile-", dir="/var/tmp"))  # outside the sandbox's own /tmp
     try:
-        course = copy_course(base / "course")
-        grading_runs.prepare(course)
-        run = grading_runs.grade_hostile(course, base / "scratch")
-        rows = grading_tables.hostile_rows(run["cohort"], run["runs"][0]["scores"], run["preflight_kinds"],
-                                           run["runs"][0]["records"], course)
+        hw = Course.load(copy_course(base / "course")).assignment(ASSIGNMENT)
+        report.prepare(hw)
+        run = report.grade_hostile(hw, base / "scratch")
+        rows = report.hostile_rows(hw, run["cohort"], run["runs"][0]["scores"], run["preflight_kinds"],
+                                   run["runs"][0]["records"])
+        course = hw.course.root
         print(f"\nhostile cohort: {len(run['cohort'])} submissions; autograde "
               + ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"]))
-        yield {**run, "course": course, "rows": rows, "by_student": {r["student"]: r for r in rows}}
+        yield {**run, "hw": hw, "course": course, "rows": rows, "by_student": {r["student"]: r for r in rows}}
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -62,7 +64,8 @@ def students(hostile, *groups) -> list[str]:
 
 
 def test_the_cohort_plants_every_attack_class_of_the_issue():
-    whats = " ".join(h.what for h in catalog.hostile_cohort(ROOT))
+    hw = COURSE.assignment(ASSIGNMENT)
+    whats = " ".join(h.what for h in hw.planted.hostile_cohort(hw, Context()))
     for words in ["run_cell", "do_execute", "post_run_cell", "AST transformer", "settrace", "setprofile",
                   "caller's frame", "Tensor subclass", "__class__", "__eq__", "exception", "symbolic links",
                   "many processes", "fills every writable folder", "floods the output", "slow drip", "fork bomb",
@@ -99,13 +102,13 @@ def test_both_paths_give_the_same_scores(hostile):
     assert not differ, differ
     for student in students(hostile, "resource"):  # they may hurt only themselves, the same way on both paths
         for run in hostile["runs"]:
-            assert grading_tables.hostile_rows([h for h in hostile["cohort"] if h.submission.student == student],
-                                               run["scores"], hostile["preflight_kinds"], run["records"],
-                                               hostile["course"])[0]["ok"], (student, run["command"])
+            assert report.hostile_rows(hostile["hw"], [h for h in hostile["cohort"] if h.submission.student == student],
+                                       run["scores"], hostile["preflight_kinds"], run["records"])[0]["ok"], (
+                student, run["command"])
 
 
 def test_honest_students_get_exactly_their_scores(hostile):
-    cells = autograded_cells(read(source_path(hostile["course"])))
+    cells = hostile["hw"].autograded_cells
     for run in hostile["runs"]:
         for h in hostile["cohort"]:
             if h.group == "honest" and h.fails is not None:
@@ -114,10 +117,9 @@ def test_honest_students_get_exactly_their_scores(hostile):
 
 
 def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
-    course, canary = hostile["course"], hostile["canary"]
-    public = "\n".join(regions.normalise(line) for cell in read(release_path(course)).cells
-                       for line in cell.source.split("\n"))
-    hidden = regions.secret_lines(read(source_path(course)).cells, {"hidden": regions.delimiters()["hidden"]}, public)
+    course, canary, hw = hostile["course"], hostile["canary"], hostile["hw"]
+    public = "\n".join(normalise(line) for cell in hw.release.cells for line in cell.source.split("\n"))
+    hidden = secret_lines(hw.source.cells, {"hidden": hw.marks["hidden"]}, public)
     assert len(hidden) > 50
     for h in hostile["cohort"]:
         student = h.submission.student
@@ -186,4 +188,5 @@ def test_instructor_gets_a_message_naming_student_and_problem(hostile):
 
 
 def test_book_table_is_what_the_autograder_does(hostile):
-    grading_tables.assert_committed(grading_tables.HOSTILE_TABLE, grading_tables.hostile_markdown(hostile["rows"]))
+    problem = report.stale(report.table(hostile["hw"], "hostile"), report.hostile_markdown(hostile["rows"]))
+    assert problem is None, problem

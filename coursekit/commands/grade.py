@@ -1,9 +1,10 @@
 """Pre-flight, then autograde a cohort with N workers: stock nbgrader, in parallel, with a progress bar and a summary.
 
-``python -m coursekit grade [ASSIGNMENT] [--jobs N] [--db URL] [--student ID ...] [--force]`` (``make grade``):
+``python -m coursekit grade [ASSIGNMENT ...] [--jobs N] [--db URL] [--student ID ...] [--force]`` (``make grade``;
+every assignment when none is named):
 
 1. checks the sandbox can be built here (as ``nbgrader autograde`` does: no sandbox, no grading);
-2. runs pre-flight (``coursekit.preflight``): every submission is checked and copied to ``preflight/submitted/``,
+2. runs pre-flight (``coursekit.commands.preflight``): every submission is checked and copied to ``preflight/submitted/``,
    repaired where it can be; ``submitted/`` is never written;
 3. grades that checked copy with nbgrader's own autograder (``NbGraderAPI.autograde``, the call behind ``nbgrader
    autograde ASSIGNMENT --student ID --CourseDirectory.submitted_directory=preflight/submitted``), one submission at a
@@ -32,11 +33,11 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, CourseKitError
-from .course import Course
+from .. import PREFLIGHT, CourseKitError, venv_env
+from ..course import Assignment, Course
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-CHECKED = "preflight/submitted"  # where pre-flight writes the checked copy (relative to the course root)
+CHECKED = f"{PREFLIGHT}/submitted"  # where pre-flight writes the checked copy (relative to the course root)
 
 
 @dataclass
@@ -114,29 +115,26 @@ def scores(course: Course, assignment: str, students: list[str]) -> dict[str, tu
     return found
 
 
-def grade(root: Path = ROOT, assignment: str | None = None, jobs: int | None = None, db_url: str | None = None,
-          students: list[str] | None = None, force: bool = False, progress: bool = True) -> Summary:
+def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = None, force: bool = False,
+          progress: bool = True, overrides: dict | None = None) -> Summary:
+    """Pre-flight, then autograde ``hw``'s submissions with ``jobs`` workers (``overrides``: the CourseDirectory
+    traits the course was loaded with, e.g. ``db_url``, passed on to the workers)."""
     from nbgrader.api import MissingEntry
 
+    from ..sandbox import GradingSandbox
     from . import preflight
-    from .sandbox import GradingSandbox
 
-    overrides = {"db_url": db_url} if db_url else {}
-    course = Course.load(root, **overrides)
-    assignment = course.assignment(assignment)
+    course, assignment, overrides = hw.course, hw.name, dict(overrides or {})
     GradingSandbox(config=course.config).check()  # before anything is touched, as `nbgrader autograde` does
-    # nbgrader runs the `alembic` executable when it creates a gradebook: make this environment's bin/ findable.
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    os.environ.update(venv_env())  # nbgrader runs `alembic` from PATH when it creates a gradebook
     with course.gradebook() as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
             raise CourseKitError(f"{assignment!r} is not in the gradebook {course.db_url.split('@')[-1]}: run "
                                  f"`nbgrader generate_assignment {assignment}` (with the same --db) first") from None
-    checked = preflight.run(course, assignment)
-    course = Course.load(root, **overrides, submitted_directory=CHECKED)
+    checked = preflight.run(hw)
+    course = course.with_overrides(**overrides, submitted_directory=CHECKED)
     cohort = [s for s in course.students("submitted", assignment) if not students or s in students]
     if not cohort:
         raise CourseKitError(f"no submissions of {assignment!r} in {course.folder('submitted')}")
@@ -150,7 +148,7 @@ def grade(root: Path = ROOT, assignment: str | None = None, jobs: int | None = N
         from tqdm import tqdm
         bar = tqdm(total=len(cohort), unit="nb", desc=f"autograde {assignment} ×{jobs}", file=sys.stderr)
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
-    logs = course.root / "preflight" / "logs"
+    logs = course.root / PREFLIGHT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     todo, results = list(cohort), {}
     for attempt in range(3):  # a submission that met a locked SQLite gradebook is graded again, with fewer workers
@@ -224,7 +222,7 @@ def report(summary: Summary) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit grade", description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment", nargs="?", help="the assignment (default: the course's only one)")
+    parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--db", default=None, help="gradebook URL (default: nbgrader_config.py's)")
     parser.add_argument("--student", action="append", help="only these students (repeatable)")
@@ -232,6 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    summary = grade(args.root, args.assignment, args.jobs, args.db, args.student, args.force, not args.no_progress)
-    print(report(summary))
-    return 1 if summary.failures else 0
+    overrides = {"db_url": args.db} if args.db else {}
+    course = Course.load(args.root, **overrides)
+    status = 0
+    for hw in course.assignments(args.assignment):
+        if not args.assignment and not course.students("submitted", hw.name):
+            print(f"{hw.name}: no submissions in {course.folder('submitted')}, skipped")
+            continue
+        summary = grade(hw, args.jobs, args.student, args.force, not args.no_progress, overrides)
+        print(report(summary))
+        status |= bool(summary.failures)
+    return int(status)
