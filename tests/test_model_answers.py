@@ -62,6 +62,24 @@ def test_the_model_answer_and_guide_sit_below_the_students_answer(course):
     assert sum(map(is_graders_only, again.cells)) == 1
 
 
+def test_the_source_is_read_once_per_command_and_again_only_when_it_changes(course, tmp_path, monkeypatch):
+    from coursekit.autograde import model_answers
+    reads = []
+    real = model_answers.read_notebook
+    monkeypatch.setattr(model_answers, "read_notebook", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    model_answers._read_answers.cache_clear()
+    for student in ("s1", "s2", "s3"):
+        ModelAnswers(config=course).preprocess(submission("An answer."), {"nbgrader": {**RESOURCES["nbgrader"],
+                                                                                       "student": student}})
+    assert len(reads) == 1
+    source = tmp_path / "assignments" / "hw" / "hw.ipynb"
+    nb = nbformat.read(str(source), as_version=4)
+    nb.cells[0].source = nb.cells[0].source.replace("near 1", "near one, whatever d_k is")
+    nbformat.write(nb, str(source))
+    fixed, _ = ModelAnswers(config=course).preprocess(submission("An answer."), RESOURCES)
+    assert len(reads) == 2 and "whatever d_k is" in fixed.cells[1].source
+
+
 def test_feedback_drops_them(course):
     nb, _ = ModelAnswers(config=course).preprocess(submission("An answer."), RESOURCES)
     nb, _ = RemoveGradersOnly(config=course).preprocess(nb, {})

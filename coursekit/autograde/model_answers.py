@@ -9,6 +9,7 @@ silent 0.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from nbformat import read as read_notebook
@@ -29,6 +30,19 @@ def is_graders_only(cell) -> bool:
     return bool(cell.get("metadata", {}).get("coursekit", {}).get(MARK))
 
 
+def _answers(source: Path, delimiter: str) -> dict[str, str]:
+    """The source notebook's written model answers by grade_id: read once per command, re-read only if it changed."""
+    if not source.is_file():
+        return {}
+    stat = source.stat()
+    return _read_answers(str(source), stat.st_mtime_ns, stat.st_size, delimiter)
+
+
+@lru_cache(maxsize=16)
+def _read_answers(source: str, mtime_ns: int, size: int, delimiter: str) -> dict[str, str]:
+    return written_answers(read_notebook(source, as_version=4), delimiter)
+
+
 class ModelAnswers(CoursePreprocessor):
     """Insert each written answer's model answer and point guide below it, for graders (autograded notebooks)."""
 
@@ -40,8 +54,7 @@ class ModelAnswers(CoursePreprocessor):
         coursedir = CourseDirectory(config=self.config)
         source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / (
             info["notebook"] + ".ipynb")
-        answers = (written_answers(read_notebook(str(source), as_version=4), delimiters(self.config)["solution"])
-                   if source.is_file() else {})
+        answers = _answers(source, delimiters(self.config)["solution"])
         if not answers:
             self.log.warning("no model answers found for %s in %s", info["notebook"], source)
         stub = ClearSolutions(config=self.config).text_stub.strip()
