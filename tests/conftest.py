@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from coursekit import ROOT, copy_course, venv_env  # noqa: F401  (re-exported for the tests)
 from coursekit.course import Course
@@ -75,13 +77,27 @@ def assignment(request):
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> dict:
-    """Build the book once per session in a temporary copy with ``-n -W --keep-going``.
+def built_site(tmp_path_factory, worker_id) -> dict:
+    """Build the book once per test run in a temporary copy with ``-n -W --keep-going`` (read-only to the tests).
 
     Returns {"root": course copy, "html": _build/html, "log": build output}. The build must succeed with zero
-    warnings; every test that reads the HTML depends on that.
+    warnings; every test that reads the HTML depends on that. Under pytest-xdist the workers share one build (the
+    first to ask builds it under a lock in the run's common temporary folder, the others wait for it).
     """
-    course = link_node_modules(copy_course(tmp_path_factory.mktemp("site") / "course"))
+    if worker_id == "master":
+        return _build_site(tmp_path_factory.mktemp("site"))
+    shared = tmp_path_factory.getbasetemp().parent  # common to this run's workers
+    with FileLock(str(shared / "site.lock")):
+        record = shared / "site.json"
+        if not record.exists():
+            site = _build_site(shared / "site")
+            record.write_text(json.dumps({k: str(v) for k, v in site.items()}))
+        site = json.loads(record.read_text())
+    return {**site, "root": Path(site["root"]), "html": Path(site["html"])}
+
+
+def _build_site(folder: Path) -> dict:
+    course = link_node_modules(copy_course(folder / "course"))
     # As `make book` does it: the notebooks run in parallel into the jupyter-cache, then the stock build renders.
     cache = run(["make", "--no-print-directory", "cache", f"BIN={BIN}"], cwd=course, check=False, timeout=1500)
     assert cache.returncode == 0, f"make cache failed\n{(cache.stdout + cache.stderr)[-8000:]}"

@@ -50,3 +50,27 @@ def test_the_grade_summary_stays_aligned_with_long_student_ids():
     for line in table[1:]:
         assert line[status:].split()[0] in ("ok", "FAILED"), table
         assert line[:score_end].split()[-1] in ("20.00", "3.50", "-") and line[score_end] == " ", table
+
+
+def test_the_grade_summary_names_what_grading_noted_about_a_graded_submission():
+    from coursekit.commands.grade import Result, Summary, report
+
+    died = "student s2, hw.ipynb, cell 7 (check): the grading kernel died in this cell; the later cells score zero"
+    results = [Result("s1", True, 4.0, score=20.0, max_score=36.0),
+               Result("s2", True, 5.0, problems=[died], score=3.0, max_score=36.0),
+               Result("s3", False, 1.0, error="Traceback\nValueError: boom", problems=["ignored: it failed"])]
+    text = report(Summary("hw", 2, "sqlite:///gradebook.db", 10.0, results))
+    assert "grading noted 1 problem(s)" in text and f"  {died}" in text
+    assert "ignored: it failed" not in text and "FAILED s3: ValueError: boom" in text
+
+
+def test_what_grading_noted_is_the_courses_own_lines_once_each():
+    from coursekit.commands.grade import noted
+
+    log = ("[INFO] Converting notebook x\n[WARNING] Removing existing assignment: /c/autograded/s1/hw\n"
+           "[WARNING] s1: Timeout waiting for execute reply (15s).\n[WARNING] Interrupting kernel\n"
+           "[WARNING] student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)\n"
+           "[ERROR] student s1, hw.ipynb, cell 9: the submission used up its time budget\n"
+           "[WARNING] student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)\n")
+    assert noted(log) == ["student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)",
+                          "student s1, hw.ipynb, cell 9: the submission used up its time budget"]

@@ -1,5 +1,5 @@
 """Every assignment's source notebook follows the course's nbgrader conventions; the nbgrader settings behave as
-configured. Fast: no kernel, no nbgrader run (those are in test_homework_pipeline.py). Each test runs for every
+configured. Fast: no kernel, no nbgrader run (those are in test_pipeline.py). Each test runs for every
 assignment of the course (the ``assignment`` fixture)."""
 from __future__ import annotations
 

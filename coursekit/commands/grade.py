@@ -9,7 +9,8 @@ every assignment when none is named):
 3. grades that checked copy with nbgrader's own autograder (``NbGraderAPI.autograde``, the call behind ``nbgrader
    autograde ASSIGNMENT --student ID --CourseDirectory.submitted_directory=preflight/submitted``), one submission at a
    time per worker, every worker writing into the course's gradebook;
-4. prints the students, their scores and every failure by student.
+4. prints the students, their scores, what grading noted about a submission (a kernel that died, the time budget
+   used up, a memory or process cap reached) and every failure, by student.
 
 SQLite takes one writer at a time: nbgrader's writes are short, so a worker waits its turn (SQLite's busy timeout),
 and a submission whose autograde still found the gradebook locked is graded again at the end. A PostgreSQL gradebook
@@ -46,6 +47,7 @@ class Result:
     ok: bool
     seconds: float
     error: str = ""
+    problems: list[str] = field(default_factory=list)  # what grading logged about the submission (warnings, errors)
     score: float | None = None
     max_score: float | None = None
 
@@ -70,6 +72,10 @@ class Summary:
 
 # ------------------------------------------------------------------------------------------------ workers
 _WORKER: dict = {}
+# Warnings of nbgrader and nbclient that the course's own line for the same event says better (or that --force asked
+# for): left out of the summary, still in nbgrader's log.
+SAID_AGAIN = ("Removing existing assignment", "Timeout waiting for execute reply", "Interrupting kernel",
+              "Kernel died while waiting for execute reply", "Error occurred while starting new kernel client")
 
 
 def _init_worker(root: str, overrides: dict, threads: int | None, log_dir: str) -> None:
@@ -84,8 +90,11 @@ def _init_worker(root: str, overrides: dict, threads: int | None, log_dir: str) 
     from nbgrader.apps.api import NbGraderAPI
 
     course = Course.load(root, **overrides)
+    from ..logs import KnownNoise
+
     api = NbGraderAPI(coursedir=course.coursedir, config=course.config)
-    api.log.setLevel("ERROR")
+    api.log.setLevel("WARNING")  # what the autograde of a submission logs about it is captured and reported
+    api.log.addFilter(KnownNoise())
     _WORKER["api"] = api
 
 
@@ -93,11 +102,18 @@ def _grade_one(assignment: str, student: str) -> Result:
     start = time.perf_counter()
     try:
         out = _WORKER["api"].autograde(assignment, student, force=True, create=True)
-        ok = bool(out.get("success"))
-        error = "" if ok else ((out.get("log") or "") + "\n" + (out.get("error") or ""))[-6000:]
+        ok, log = bool(out.get("success")), out.get("log") or ""
+        error = "" if ok else (log + "\n" + (out.get("error") or ""))[-6000:]
     except Exception:  # pragma: no cover - nbgrader reports its own errors in `out`
-        ok, error = False, traceback.format_exc()
-    return Result(student, ok, time.perf_counter() - start, error)
+        ok, log, error = False, "", traceback.format_exc()
+    return Result(student, ok, time.perf_counter() - start, error, noted(log))
+
+
+def noted(log: str, most: int = 20) -> list[str]:
+    """The warnings and errors of a submission's captured autograde log (nbgrader's ``[LEVEL] message`` lines), each
+    once, without the ones ``SAID_AGAIN`` names."""
+    problems = [line.split("] ", 1)[1] for line in log.splitlines() if line.startswith(("[WARNING] ", "[ERROR] "))]
+    return list(dict.fromkeys(p for p in problems if not any(said in p for said in SAID_AGAIN)))[:most]
 
 
 # ------------------------------------------------------------------------------------------------ driver
@@ -214,6 +230,10 @@ def report(summary: Summary) -> str:
     if summary.preflight:
         lines.append(f"pre-flight found {len(summary.preflight)} problem(s):")
         lines += ["  " + line for line in summary.preflight]
+    noted = [(r.student, problem) for r in summary.results if r.ok for problem in r.problems]
+    if noted:
+        lines.append(f"grading noted {len(noted)} problem(s) (the autograded notebooks say the same at each cell):")
+        lines += [f"  {student}: {problem}" if student not in problem else f"  {problem}" for student, problem in noted]
     for r in summary.failures:
         lines.append(f"FAILED {r.student}: {cause(r.error)}  (full log: nbgrader autograde {summary.assignment} "
                      f"--student {r.student} --force --CourseDirectory.submitted_directory={CHECKED})")

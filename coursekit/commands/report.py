@@ -9,8 +9,9 @@ course, with the real commands:
   grade`` (nbgrader's own autograder, N workers) → ``book/_generated/<id>/catalog.md``;
 * **hostile**: the hostile cohort (``planted.hostile_cohort``: broken files, runaways, forgeries, escapes, resource
   attacks, honest twins), with secrets planted where an instructor keeps them and sockets listening on this machine,
-  checked by ``python -m coursekit preflight``, graded by the stock ``nbgrader autograde`` in one batch, then again by
-  ``python -m coursekit grade --force``, then ``nbgrader generate_feedback`` → ``book/_generated/<id>/hostile.md``.
+  checked by ``python -m coursekit preflight``, each graded once (broken files, forgeries, escapes by the stock
+  ``nbgrader autograde`` in one batch; runaway and resource attacks by ``python -m coursekit grade``, two at a time;
+  the honest twins by both), then ``nbgrader generate_feedback`` → ``book/_generated/<id>/hostile.md``.
 
 Scores are read through nbgrader's ``Gradebook`` API. The book's grading-report page includes the tables; the test
 suite repeats the runs (``tests/test_grading_catalog.py``, ``tests/test_hostile_cohort.py``) and fails if a committed
@@ -22,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -143,6 +145,7 @@ class Listener:
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine.
 HOSTILE_LIMITS = "\nc.Execute.timeout = 15\nc.GradingSandbox.wall_limit_s = 60\n"
+CONCURRENT = ("runaway", "resource")  # the groups graded two at a time (see grade_hostile)
 
 
 def tree(course: Path) -> dict[str, str]:
@@ -156,8 +159,8 @@ def tree(course: Path) -> dict[str, str]:
 
 def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     """Plant the hostile cohort next to honest twins in ``course`` (with secrets where an instructor keeps them and
-    sockets listening on this machine), pre-flight it, autograde it with the stock CLI (the checked copy, one batch),
-    then again with ``python -m coursekit grade --force`` (parallel), then generate feedback; return the runs."""
+    sockets listening on this machine), pre-flight it, autograde each submission once (see below; the honest twins
+    twice), then generate feedback; return the runs and their merged scores and records."""
     course, name = hw.course.root, hw.name
     canary = {key: f"{key}-{secrets.token_hex(8)}" for key in ("notes", "token", "ssh")}
     home = scratch / "home"
@@ -188,24 +191,34 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     kinds: dict[str, list[str]] = {}
     for p in result["problems"]:
         kinds.setdefault(p["student"], []).append(p["kind"])
+    # Each submission is graded once: forgeries, escapes and broken files in one stock `nbgrader autograde` batch (one
+    # process: what one submission does must not reach the next); runaway and resource attacks with `python -m
+    # coursekit grade` (two workers at once: what one costs must not reach the student graded beside it), with the
+    # honest twins they are judged by, which must get the same scores on both paths.
+    concurrent = [h.submission.student for h in cohort if h.group in CONCURRENT]
+    honest = sorted({h.twin or h.at_most for h in cohort if h.group in CONCURRENT and (h.twin or h.at_most)}
+                    | {context.honest})  # the twins the attacks graded beside them are judged by, and the canary
     runs = []
-    for args in ([str(BIN / "nbgrader"), "autograde", name, "--force",
-                  f"--CourseDirectory.submitted_directory={PREFLIGHT}/submitted"],
-                 [sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress"]):
+    for args, graded in (([str(BIN / "nbgrader"), "autograde", name, "--force",
+                           f"--CourseDirectory.submitted_directory={PREFLIGHT}/submitted",
+                           f"--CourseDirectory.student_id_exclude={','.join(concurrent)}"],
+                          [h.submission.student for h in cohort if h.submission.student not in concurrent]),
+                         ([sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--jobs", "2",
+                           *(f"--student={s}" for s in concurrent + honest)], concurrent + honest)):
         start = time.perf_counter()
         proc = subprocess.run(args, cwd=course, capture_output=True, text=True, env=env, timeout=3600)
-        runs.append({"proc": proc, "seconds": time.perf_counter() - start, "command": " ".join(args[-4:]),
-                     "scores": cell_scores(hw, [h.submission.student for h in cohort]), "tree": tree(course),
+        runs.append({"proc": proc, "seconds": time.perf_counter() - start, "command": " ".join(args[:5]),
+                     "graded": graded, "scores": cell_scores(hw, graded), "tree": tree(course),
                      "lingering": subprocess.run(["pgrep", "-f", f"sleep {context.marker}"], capture_output=True,
                                                  text=True).stdout.split(),
-                     "records": {h.submission.student: _record(hw, h.submission.student) for h in cohort},
-                     "kernel": {h.submission.student: _record(hw, h.submission.student, kernel_only=True)
-                                for h in cohort}})
+                     "records": {s: _record(hw, s) for s in graded},
+                     "kernel": {s: _record(hw, s, kernel_only=True) for s in graded}})
     feedback = subprocess.run([str(BIN / "nbgrader"), "generate_feedback", name, "--force"],
                               cwd=course, capture_output=True, text=True, env=env, timeout=1200)
     listener.close()
+    merged = {key: {**runs[1][key], **runs[0][key]} for key in ("scores", "records", "kernel")}
     return {"cohort": cohort, "context": context, "canary": canary, "preflight": pre, "preflight_kinds": kinds,
-            "refused": refused, "runs": runs, "before": before, "feedback": feedback, "received": listener.received}
+            "refused": refused, "runs": runs, **merged, "before": before, "feedback": feedback, "received": listener.received}
 
 
 def _record(hw: Assignment, student: str, kernel_only: bool = False) -> str:
@@ -315,9 +328,11 @@ def hostile_markdown(rows: list[dict]) -> str:
     hostile = [r for r in rows if r["group"] != "honest"]
     out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_hostile_cohort.py. Do not edit by hand. -->", "",
-           f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, graded "
-           f"in one `nbgrader autograde` batch next to honest submissions. \"Attack ran\" means its code ran in the "
-           f"grading kernel (its marker is in the instructor's record of the autograded notebook).", ""]
+           f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, each graded "
+           f"once next to the honest submissions: broken files, forgeries and escapes in one stock `nbgrader "
+           f"autograde` batch, runaway and resource attacks with `python -m coursekit grade` (two at a time). "
+           f"\"Attack ran\" means its code ran in the grading kernel (its marker is in the instructor's record of the "
+           f"autograded notebook).", ""]
     for group, title in GROUPS.items():
         mine = [r for r in rows if r["group"] == group]
         if not mine:
@@ -331,7 +346,8 @@ def hostile_markdown(rows: list[dict]) -> str:
             flag = ", ".join(dict.fromkeys(r["preflight"])) or "—"
             ran = ("yes" if r["ran"] else "**no**") if r["payload"] else "—"
             verdict = r["meaning"] if r["ok"] else f"**NOT MET** ({r['meaning']}; lost {', '.join(r['lost'])})"
-            out.append(f"| `{r['student']}` | {r['what']} | {flag} | {ran} | {score} | {verdict} |")
+            student = re.sub(r"^honest_[0-9a-f]{8}$", "honest_<fresh id>", r["student"])  # new in every run
+            out.append(f"| `{student}` | {r['what']} | {flag} | {ran} | {score} | {verdict} |")
         out.append("")
     return "\n".join(out)
 
@@ -354,8 +370,7 @@ def run_report(hw: Assignment, kinds: list[str], jobs: int | None, scratch: Path
         copy = Course.load(copy_course(scratch / f"{hw.name}-hostile" / "course", hw.course.root)).assignment(hw.name)
         prepare(copy)
         run = grade_hostile(copy, scratch / f"{hw.name}-hostile" / "scratch")
-        rows = hostile_rows(copy, run["cohort"], run["runs"][0]["scores"], run["preflight_kinds"],
-                            run["runs"][0]["records"])
+        rows = hostile_rows(copy, run["cohort"], run["scores"], run["preflight_kinds"], run["records"])
         (hw.course.root / table(hw, "hostile")).parent.mkdir(parents=True, exist_ok=True)
         (hw.course.root / table(hw, "hostile")).write_text(hostile_markdown(rows))
         seconds = ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"])
