@@ -104,7 +104,7 @@ def is_graded_notebook(path: Path) -> bool:
 
 def has_model_answers(path: Path) -> bool:
     """A notebook carrying the graders' model-answer cells (coursekit.autograde.model_answers), whatever its other content."""
-    from .graders import is_graders_only
+    from .autograde.model_answers import is_graders_only
 
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))

@@ -38,7 +38,7 @@ from conftest import ASSIGNMENT, COURSE, copy_course
 from coursekit import leaks
 from coursekit.commands import report
 from coursekit.course import Course
-from coursekit.notebook import normalise, secret_lines
+from coursekit.notebook import secret_lines
 from coursekit.planting import Context
 
 pytestmark = pytest.mark.slow
@@ -120,8 +120,7 @@ def test_honest_students_get_exactly_their_scores_on_both_paths(hostile):
 
 def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
     course, canary, hw = hostile["course"], hostile["canary"], hostile["hw"]
-    public = "\n".join(normalise(line) for cell in hw.release.cells for line in cell.source.split("\n"))
-    hidden = secret_lines(hw.source.cells, {"hidden": hw.marks["hidden"]}, public)
+    hidden = secret_lines(hw.source.cells, {"hidden": hw.marks["hidden"]}, leaks.public_text([hw.release_path]))
     assert len(hidden) > 50
     for h in hostile["cohort"]:
         student = h.submission.student
