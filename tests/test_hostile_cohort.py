@@ -15,14 +15,14 @@ and Unix sockets listening on this machine:
 * resources: memory in many processes, disk, a 300 MB output, a slow drip of added cells, a fork bomb, a kernel that
   stalls before its first cell, a submission folder with symbolic links and a FIFO;
 
-→ ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → each submission
-graded once: broken files, forgeries and escapes by the stock ``nbgrader autograde`` on the checked copy (one batch,
-one process), runaway and resource attacks by ``python -m coursekit grade --force`` (two workers at once) with the
-honest twins they are judged by (graded on both paths) → ``nbgrader generate_feedback``. Every attack is shown to have
-run (its marker in the instructor's record), and each scores exactly what its honest twin scores (forgeries, escapes)
-or at most that (resources: they may cost only their author); honest students get exactly their expected scores, the
-same on both paths; no secret and no hidden-test line reaches any output or feedback; the course tree is unchanged;
-nothing started by a submission outlives grading; no socket was reached.
+→ ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → every submission
+graded on both paths: the stock ``nbgrader autograde`` on the checked copy (one batch, one process: what one
+submission does must not reach the next), then ``python -m coursekit grade --force`` (two workers at once: what one
+costs must not reach the student graded beside it) → ``nbgrader generate_feedback``. Every attack is shown to have run
+on both paths (its marker in the instructor's record), and each scores exactly what its honest twin scores (forgeries,
+escapes) or at most that (resources: they may cost only their author); honest students get exactly their expected
+scores, the same on both paths; no secret and no hidden-test line reaches any output or feedback; the course tree is
+unchanged; nothing started by a submission outlives grading; no socket was reached.
 The table on the book's grading-report page is what this run produces (``make report`` regenerates it). The cohort is
 the transformers homework's (``assignments/transformers/grading/planted.py``): the grader, not the homework, is tested.
 """
@@ -51,7 +51,7 @@ def hostile():
         hw = Course.load(copy_course(base / "course")).assignment(ASSIGNMENT)
         report.prepare(hw)
         run = report.grade_hostile(hw, base / "scratch")
-        rows = report.hostile_rows(hw, run["cohort"], run["scores"], run["preflight_kinds"], run["records"])
+        rows = report.hostile_rows_both_paths(hw, run)
         course = hw.course.root
         print(f"\nhostile cohort: {len(run['cohort'])} submissions; autograde "
               + ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"]))
@@ -83,17 +83,13 @@ def test_stock_autograde_refuses_a_folder_it_would_follow_links_in(hostile):
     assert "python -m coursekit grade" in refused.stderr
 
 
-def test_every_submission_is_graded_and_each_path_had_its_share(hostile):
+def test_every_submission_is_graded_on_both_paths(hostile):
+    everyone = {h.submission.student for h in hostile["cohort"]}
     for run in hostile["runs"]:
         assert run["proc"].returncode == 0, run["proc"].stderr[-6000:]
+        assert set(run["scores"]) == everyone
         missing = [s for s, v in run["scores"].items() if v is None]
         assert not missing, f"not graded: {missing}"
-    stock, parallel = (set(run["graded"]) for run in hostile["runs"])
-    assert set(students(hostile, "forgery", "escape", "broken", "honest")) == stock
-    concurrent = set(students(hostile, *report.CONCURRENT))
-    assert concurrent < parallel and parallel - concurrent <= set(students(hostile, "honest"))
-    assert hostile["context"].honest in parallel and "twin_full" in parallel
-    assert set(hostile["scores"]) == {h.submission.student for h in hostile["cohort"]}
     assert hostile["feedback"].returncode == 0, hostile["feedback"].stderr[-3000:]
 
 
@@ -108,14 +104,11 @@ def test_honest_students_get_exactly_their_scores_on_both_paths(hostile):
     """On the stock path after a forgery, escape or broken file; on the parallel one beside a runaway or a hog."""
     cells = hostile["hw"].autograded_cells
     stock, parallel = (run["scores"] for run in hostile["runs"])
-    both = set(stock) & set(parallel)
-    assert len(both) >= 2
-    for student in both:
-        assert stock[student] == parallel[student], student
-    for h in hostile["cohort"]:
-        if h.group == "honest" and h.fails is not None:
-            expected = {g: 0.0 if g in h.fails else p for g, p in cells.items()}
-            assert stock[h.submission.student] == expected, h.submission.student
+    honest = [h for h in hostile["cohort"] if h.group == "honest" and h.fails is not None]
+    assert len(honest) >= 2
+    for h in honest:
+        expected = {g: 0.0 if g in h.fails else p for g, p in cells.items()}
+        assert stock[h.submission.student] == expected == parallel[h.submission.student], h.submission.student
 
 
 def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
@@ -128,7 +121,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
             continue
         pages = sorted((course / "feedback" / student / "transformers").glob("*.html"))
         plain = "\n".join(line for page in pages for line in leaks.file_lines(page))  # tags and entities removed
-        record = hostile["records"][student]
+        record = "".join(run["records"][student] for run in hostile["runs"])
         for name, secret in canary.items():
             assert secret not in plain and secret not in record, (student, name)
         leaked = [line for line in hidden if line in plain]
@@ -139,7 +132,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
 
 def test_the_kernel_never_saw_a_test_cell(hostile):
     """The capture attack's hooks ran (the control) and saw the student's cells, never a test's code."""
-    record = hostile["kernel"]["escape_capture_tests"]
+    record = "".join(run["kernel"]["escape_capture_tests"] for run in hostile["runs"])
     assert "NEXT CELL:" in record and "def masked_mean" in record, "the control: the hooks saw later cells"
     for marker in ("BEGIN HIDDEN TESTS", "_reference", "assert_close(_out", "torch.testing.assert_close(_weights"):
         assert marker not in record, marker

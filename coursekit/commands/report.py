@@ -144,8 +144,8 @@ class Listener:
 
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine.
-HOSTILE_LIMITS = "\nc.Execute.timeout = 15\nc.GradingSandbox.wall_limit_s = 60\n"
-CONCURRENT = ("runaway", "resource")  # the groups graded two at a time (see grade_hostile)
+# Short limits keep the run short: a cell 15 s, a submission 60 s, a kernel that never answers 30 s.
+HOSTILE_LIMITS = "\nc.Execute.timeout = 15\nc.GradingSandbox.wall_limit_s = 60\nc.Execute.startup_timeout = 30\n"
 
 
 def tree(course: Path) -> dict[str, str]:
@@ -191,34 +191,27 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     kinds: dict[str, list[str]] = {}
     for p in result["problems"]:
         kinds.setdefault(p["student"], []).append(p["kind"])
-    # Each submission is graded once: forgeries, escapes and broken files in one stock `nbgrader autograde` batch (one
-    # process: what one submission does must not reach the next); runaway and resource attacks with `python -m
-    # coursekit grade` (two workers at once: what one costs must not reach the student graded beside it), with the
-    # honest twins they are judged by, which must get the same scores on both paths.
-    concurrent = [h.submission.student for h in cohort if h.group in CONCURRENT]
-    honest = sorted({h.twin or h.at_most for h in cohort if h.group in CONCURRENT and (h.twin or h.at_most)}
-                    | {context.honest})  # the twins the attacks graded beside them are judged by, and the canary
+    # Every submission is graded on both paths: the stock `nbgrader autograde` (one batch, one process: what one
+    # submission does must not reach the next), then `python -m coursekit grade` (two workers at once: what one costs
+    # must not reach the student graded beside it).
+    everyone = [h.submission.student for h in cohort]
     runs = []
-    for args, graded in (([str(BIN / "nbgrader"), "autograde", name, "--force",
-                           f"--CourseDirectory.submitted_directory={PREFLIGHT}/submitted",
-                           f"--CourseDirectory.student_id_exclude={','.join(concurrent)}"],
-                          [h.submission.student for h in cohort if h.submission.student not in concurrent]),
-                         ([sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--jobs", "2",
-                           *(f"--student={s}" for s in concurrent + honest)], concurrent + honest)):
+    for args in ([str(BIN / "nbgrader"), "autograde", name, "--force",
+                  f"--CourseDirectory.submitted_directory={PREFLIGHT}/submitted"],
+                 [sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--jobs", "2"]):
         start = time.perf_counter()
         proc = subprocess.run(args, cwd=course, capture_output=True, text=True, env=env, timeout=3600)
         runs.append({"proc": proc, "seconds": time.perf_counter() - start, "command": " ".join(args[:5]),
-                     "graded": graded, "scores": cell_scores(hw, graded), "tree": tree(course),
+                     "scores": cell_scores(hw, everyone), "tree": tree(course),
                      "lingering": subprocess.run(["pgrep", "-f", f"sleep {context.marker}"], capture_output=True,
                                                  text=True).stdout.split(),
-                     "records": {s: _record(hw, s) for s in graded},
-                     "kernel": {s: _record(hw, s, kernel_only=True) for s in graded}})
+                     "records": {s: _record(hw, s) for s in everyone},
+                     "kernel": {s: _record(hw, s, kernel_only=True) for s in everyone}})
     feedback = subprocess.run([str(BIN / "nbgrader"), "generate_feedback", name, "--force"],
                               cwd=course, capture_output=True, text=True, env=env, timeout=1200)
     listener.close()
-    merged = {key: {**runs[1][key], **runs[0][key]} for key in ("scores", "records", "kernel")}
     return {"cohort": cohort, "context": context, "canary": canary, "preflight": pre, "preflight_kinds": kinds,
-            "refused": refused, "runs": runs, **merged, "before": before, "feedback": feedback, "received": listener.received}
+            "refused": refused, "runs": runs, "before": before, "feedback": feedback, "received": listener.received}
 
 
 def _record(hw: Assignment, student: str, kernel_only: bool = False) -> str:
@@ -317,6 +310,14 @@ def hostile_rows(hw: Assignment, cohort: list[Hostile], scores: dict[str, dict |
     return rows
 
 
+def hostile_rows_both_paths(hw: Assignment, run: dict) -> list[dict]:
+    """``hostile_rows`` of each grading run of ``grade_hostile``, joined: a row is met only if it is met on both paths."""
+    stock, parallel = (hostile_rows(hw, run["cohort"], r["scores"], run["preflight_kinds"], r["records"])
+                       for r in run["runs"])
+    return [{**a, "ok": a["ok"] and b["ok"], "ran": a["ran"] and b["ran"], "lost": sorted(set(a["lost"]) | set(b["lost"])),
+             "scores": (a["score"], b["score"])} for a, b in zip(stock, parallel)]
+
+
 GROUPS = {"honest": "Honest submissions graded in the same batch (the twins)",
           "broken": "Broken files and cells", "runaway": "Runaway code",
           "forgery": "Forged verdicts: tampering with the tests, the kernel and the checks, lying objects",
@@ -329,8 +330,8 @@ def hostile_markdown(rows: list[dict]) -> str:
     out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_hostile_cohort.py. Do not edit by hand. -->", "",
            f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, each graded "
-           f"once next to the honest submissions: broken files, forgeries and escapes in one stock `nbgrader "
-           f"autograde` batch, runaway and resource attacks with `python -m coursekit grade` (two at a time). "
+           f"next to the honest submissions on both paths: the stock `nbgrader autograde` (one batch) and `python -m "
+           f"coursekit grade` (two at a time); a row is met only if it is met on both. "
            f"\"Attack ran\" means its code ran in the grading kernel (its marker is in the instructor's record of the "
            f"autograded notebook).", ""]
     for group, title in GROUPS.items():
@@ -338,9 +339,9 @@ def hostile_markdown(rows: list[dict]) -> str:
         if not mine:
             continue
         out += [f"**{title}**", "", "| Submission | Problem | Pre-flight reports | Attack ran | Autograded score "
-                                    "| Expected |", "|---|---|---|---|---|---|"]
+                                    "(stock · parallel) | Expected |", "|---|---|---|---|---|---|"]
         for r in mine:
-            score = "no grade" if r["score"] is None else f"{r['score']:g} / {r['total']:g}"
+            score = " · ".join("no grade" if v is None else f"{v:g} / {r['total']:g}" for v in r["scores"])
             if r["at_most"] and r["ok"]:  # how much a resource attack costs its author depends on the machine's load
                 score = "at most its twin's"
             flag = ", ".join(dict.fromkeys(r["preflight"])) or "—"
@@ -370,7 +371,7 @@ def run_report(hw: Assignment, kinds: list[str], jobs: int | None, scratch: Path
         copy = Course.load(copy_course(scratch / f"{hw.name}-hostile" / "course", hw.course.root)).assignment(hw.name)
         prepare(copy)
         run = grade_hostile(copy, scratch / f"{hw.name}-hostile" / "scratch")
-        rows = hostile_rows(copy, run["cohort"], run["scores"], run["preflight_kinds"], run["records"])
+        rows = hostile_rows_both_paths(copy, run)
         (hw.course.root / table(hw, "hostile")).parent.mkdir(parents=True, exist_ok=True)
         (hw.course.root / table(hw, "hostile")).write_text(hostile_markdown(rows))
         seconds = ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"])
