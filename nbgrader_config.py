@@ -73,6 +73,13 @@ c.GenerateFeedback.preprocessors = [
 # file names (older re-uploads, non-notebooks and late flags are named in warnings; nothing is deleted).
 c.ZipCollectApp.collector_plugin = "coursekit.platforms.PlatformCollector"
 
+# --- The exchange: students fetch and submit on a JupyterHub (hub/, book/instructors.md "Hosting the course") ------
+# Collecting from nbgrader's exchange copies only regular files and folders of a submission, never follows a link, skips
+# FIFOs, devices and files over c.GradingSandbox.max_file_mb, and takes a student's submission only from a folder that
+# student owns; every file left out is named with its student (coursekit/exchange.py). The hub's own configuration
+# (hub/nbgrader_config.py) sets the exchange's folder and the other steps (fetch, submit, release, feedback).
+c.ExchangeFactory.collect = "coursekit.exchange.SafeExchangeCollect"
+
 # --- Export ------------------------------------------------------------------------------------------------------
 # nbgrader's CSV, after a warning that names every written answer not graded yet (it would count as 0). For a
 # platform's grade import: --exporter=coursekit.platforms.CanvasCsvExport or ...MoodleWorksheetExport.

@@ -10,6 +10,7 @@ COMMANDS = {
     "preview": ("coursekit.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
     "grade": ("coursekit.grade", "pre-flight, then autograde a cohort with N parallel workers"),
     "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
+    "hub": ("coursekit.hub", "as root: the course hosted on JupyterHub with real accounts (up, down, status)"),
     "sandbox": ("coursekit.sandbox.__main__", "show what the grading sandbox finds here; --delegate USER (root)"),
 }
 
