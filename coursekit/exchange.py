@@ -45,8 +45,8 @@ from nbgrader.utils import parse_utc
 # A name is one plain path component: no separator, no parent reference, no control character, nothing hidden.
 UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]|\.\.|^\.|^\s|\s$")
 NAMES = {"course_id": "course", "assignment_id": "assignment", "student_id": "student", "notebook_id": "notebook"}
-# Submitted files are readable by the grader's group (the exchange's inbound folder passes it on), by nobody else.
-FILE_MODE, DIR_MODE = 0o640, 0o770
+# A submission's folder: its student and the grader's group (inherited from the exchange's inbound folder), nobody else.
+SUBMISSION_MODE = 0o770
 MAX_DEPTH = 16
 
 
@@ -102,17 +102,17 @@ class SafeExchangeReleaseFeedback(SafeNames, ExchangeReleaseFeedback):
 
 
 class SafeExchangeSubmit(SafeNames, ExchangeSubmit):
-    """Stock submit; then the inbound copy is closed to everyone but its owner and the grader's group."""
+    """Stock submit; then the submission's folder is closed to everyone but its owner and the grader's group.
+
+    Stock submit leaves the folder world-writable and its files world-readable, hidden only by a random name. The
+    exchange's inbound folder passes its group (the grader's) on to the submission's folder (set-group-ID), so
+    ``rwxrwx---`` on that one folder lets the grader in and keeps every other student out of all it holds."""
 
     student_side = True
 
     def copy_files(self):
         super().copy_files()
-        dest = os.path.join(self.inbound_path, self.assignment_filename)
-        for folder, _, files in os.walk(dest, topdown=False):
-            for name in files:
-                os.chmod(os.path.join(folder, name), FILE_MODE, follow_symlinks=False)
-            os.chmod(folder, DIR_MODE)
+        os.chmod(os.path.join(self.inbound_path, self.assignment_filename), SUBMISSION_MODE)
 
 
 def _owner(uid: int) -> str:

@@ -302,15 +302,14 @@ def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
     from .course import Course
 
     course_id = Course.load(ROOT).coursedir.course_id
-    for path in (paths.srv,):
-        if not path.exists():
-            path.mkdir(parents=True)
-            state.folders.append(str(path))
+    if not paths.srv.exists():
+        paths.srv.mkdir(parents=True)
+        state.folders.append(str(paths.srv))
+        state.save(paths)
     os.chmod(paths.srv, 0o755)
     grader = pwd.getpwnam(GRADER)
     students_gid = grp.getgrnam(STUDENTS_GROUP).gr_gid
-    fresh = not paths.course.exists()
-    if fresh:
+    if not paths.course.exists():
         log(f"copying the course into {paths.course} (owned by {GRADER})")
         copy_course(paths.course)
         _run(["chown", "-R", f"{GRADER}:{GRADER}", str(paths.course)])
@@ -330,10 +329,12 @@ def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
         os.chmod(path, mode)
     venv_bin = paths.venv / "bin"
     env = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-    if fresh:
+    generated = paths.course / ".coursekit-generated"
+    if not generated.exists():
         log("generating the release and the gradebook as the grader (nbgrader generate_assignment)")
         _run([venv_bin / "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=paths.course, user=GRADER,
              env=env)
+        generated.write_text(ASSIGNMENT + "\n")
     roster_csv = paths.course / "roster.csv"
     with open(roster_csv, "w", newline="") as f:
         writer = csv.writer(f)
@@ -586,6 +587,8 @@ def down(paths: Paths, purge: bool = False, log=print) -> None:
     for folder in [paths.course, paths.exchange, *map(Path, reversed(state.folders))]:
         if folder.exists() and (folder in (paths.course, paths.exchange) or str(folder) in state.folders):
             shutil.rmtree(folder, ignore_errors=True)
+    if paths.srv.is_dir() and not any(paths.srv.iterdir()):
+        paths.srv.rmdir()
     for path in (paths.etc, paths.nbgrader_global):
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
