@@ -35,7 +35,7 @@ import pytest
 from conftest import ROOT
 from coursekit import hub as hubmod
 from coursekit import regions
-from coursekit.cohort import Submission, read, release_path, source_path
+from coursekit.cohort import Submission, autograded_cells, cells_of, read, release_path, source_path
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser, pytest.mark.slow]
 
@@ -228,7 +228,9 @@ for path in [exchange + "/pwned", {str(PATHS.course / 'pwned')!r}, "/home/{FULL}
 
     subs = {
         FULL: Submission(FULL, "full solution", solved="all", mutate=canary(FULL)),
-        PARTIAL: Submission(PARTIAL, "partial", solved=["attention", "masked_mean"], mutate=canary(PARTIAL)),
+        PARTIAL: Submission(PARTIAL, "partial", solved=["attention", "masked_mean"], mutate=canary(PARTIAL),
+                            fails=set(autograded_cells(read(source_path(root)))) - cells_of("attention", root)
+                            - cells_of("masked_mean", root)),
         HOSTILE: Submission(HOSTILE, "hostile", solved="all", mutate=hostile),
         LATE: Submission(LATE, "late, full solution", solved="all", mutate=canary(LATE)),
     }
