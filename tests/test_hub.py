@@ -500,13 +500,14 @@ def test_manual_grade_in_the_formgrader_under_the_hubs_csp(hub, tmp_path):
             score = page.locator(f"input.score#{ANSWER}")
             expect(score).to_be_visible()
             with page.expect_response(lambda r: r.request.method == "PUT" and "/formgrader/api/grade/" in r.url):
-                score.fill("2")
+                score.fill("1")
                 score.press("Tab")
     _publish(hub, "hub-formgrader.png")
     assert courses["success"] and [c["course_id"] for c in courses["value"]] == [hub.course], courses
     assert not errors, errors
-    manual = grader_query(f"out = gb.find_grade({ANSWER!r}, {A!r}, {A!r}, {FULL!r}).manual_score")
-    assert manual == 2.0
+    manual = grader_query(f"g = gb.find_grade({ANSWER!r}, {A!r}, {A!r}, {FULL!r})\n"
+                          f"out = [g.manual_score, g.needs_manual_grade]")
+    assert manual == [1.0, False], manual
 
 
 def test_feedback_reaches_each_student_and_nothing_else(hub):
