@@ -98,7 +98,23 @@ class SafeExchangeReleaseAssignment(SafeNames, ExchangeReleaseAssignment):
 
 
 class SafeExchangeReleaseFeedback(SafeNames, ExchangeReleaseFeedback):
-    pass
+    """Stock release, minus the students whose submission has no ``timestamp.txt`` or ``submission_secret.txt`` (a
+    folder made by hand, not by ``nbgrader submit``): stock release would stop at the first one, for everybody."""
+
+    def copy_files(self):
+        pattern = self.coursedir.format_path(self.coursedir.feedback_directory, "*", self.coursedir.assignment_id)
+        unreleasable = []
+        for folder in sorted(glob.glob(pattern)):
+            student = os.path.basename(os.path.dirname(folder))
+            if not all(os.path.isfile(os.path.join(folder, n)) for n in ("timestamp.txt", "submission_secret.txt")):
+                unreleasable.append(student)
+                self.log.warning("%s: feedback not released: the submission has no timestamp.txt or "
+                                 "submission_secret.txt (not made by nbgrader submit); send %s yourself",
+                                 student, folder)
+        if unreleasable:
+            excluded = [s for s in self.coursedir.student_id_exclude.split(",") if s]
+            self.coursedir.student_id_exclude = ",".join(excluded + unreleasable)
+        super().copy_files()
 
 
 class SafeExchangeSubmit(SafeNames, ExchangeSubmit):

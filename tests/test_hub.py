@@ -43,7 +43,7 @@ A = "transformers"
 FULL, PARTIAL, HOSTILE, LATE = "ck-t-ada", "ck-t-alan", "ck-t-mallory", "ck-t-grace"
 ROSTER = [FULL, PARTIAL, HOSTILE, LATE]
 OUTSIDER = "ck-t-eve"  # a Unix account, not on the roster
-LOAD = 6               # load students in the test (bench/bench_hub.py runs 30)
+LOAD = 4               # load students in the test (bench/bench_hub.py runs 30)
 ANSWER = "handcrafted_rule"
 PATHS = hubmod.Paths()
 HUB_PY = PATHS.venv / "bin" / "python"
@@ -321,21 +321,17 @@ def test_students_submit_one_late_one_hostile(hub):
         hub.put_notebook(student, f"{A}/{A}.ipynb", notebooks[student])
         status, out = hub.assignments(student, "submit")
         assert status == 200 and out["success"], out
-    # The hostile student writes her submission folder by hand (inbound lets her create one, not list it): her
-    # notebook, links to the gradebook and to another student, a FIFO, a sparse 2 GiB file, a nested link loop; and
-    # a folder named as another student's, later than theirs.
-    now = time.strftime("%Y-%m-%d %H:%M:%S.000000 UTC", time.gmtime())
+    # The hostile student submits with a folder name she can find again (no random part), then writes into it what
+    # nbgrader submit never would: links to the gradebook and to another student, a FIFO, a sparse 2 GiB file, a nested
+    # link loop; and she makes a folder named as another student's, later than theirs.
     inbound = PATHS.exchange / hub.course / "inbound"
-    hostile_nb = Path(pwd.getpwnam(HOSTILE).pw_dir) / "hostile.ipynb"
-    nbformat.write(notebooks[HOSTILE], str(hostile_nb))
-    os.chown(hostile_nb, pwd.getpwnam(HOSTILE).pw_uid, -1)
+    hub.put_notebook(HOSTILE, f"{A}/{A}.ipynb", notebooks[HOSTILE])
+    submit = nbgrader_as(HOSTILE, "submit", A, "--course", hub.course, "--ExchangeSubmit.add_random_string=False")
+    assert submit.returncode == 0, submit.stderr[-2000:]
     plant = as_user(HOSTILE, f"""
-import os, shutil
-inbound = {str(inbound)!r}
-mine = os.path.join(inbound, "{HOSTILE}+{A}+{now}+handmade")
-os.mkdir(mine)
-shutil.copy(os.path.expanduser("~/hostile.ipynb"), os.path.join(mine, "{A}.ipynb"))
-open(os.path.join(mine, "timestamp.txt"), "w").write("{now}")
+import glob, os
+cache = glob.glob(os.path.expanduser("~/.local/share/jupyter/nbgrader_cache/{hub.course}/{HOSTILE}+{A}+*"))
+mine = os.path.join({str(inbound)!r}, os.path.basename(cache[0]))
 os.symlink({str(PATHS.course / 'gradebook.db')!r}, os.path.join(mine, "gradebook.db"))
 os.symlink("/home/{FULL}/{A}/{A}.ipynb", os.path.join(mine, "ada.ipynb"))
 os.mkfifo(os.path.join(mine, "pipe"))
@@ -343,8 +339,7 @@ with open(os.path.join(mine, "huge.bin"), "wb") as f:
     f.truncate(2 << 30)
 os.mkdir(os.path.join(mine, "loop"))
 os.symlink("..", os.path.join(mine, "loop", "up"))
-os.chmod(mine, 0o770)
-spoof = os.path.join(inbound, "{FULL}+{A}+2999-01-01 00:00:00.000000 UTC+spoof")
+spoof = os.path.join({str(inbound)!r}, "{FULL}+{A}+2999-01-01 00:00:00.000000 UTC+spoof")
 os.mkdir(spoof)
 open(os.path.join(spoof, "{A}.ipynb"), "w").write("{{}}")
 print("planted")
@@ -433,7 +428,8 @@ def test_collect_and_autograde_as_the_grader(hub):
     assert "claims to be ck-t-ada's submission but belongs to ck-t-mallory" in text, text
     submitted = PATHS.course / "submitted"
     assert sorted(p.name for p in submitted.iterdir()) == sorted(ROSTER)
-    assert sorted(p.name for p in (submitted / HOSTILE / A).iterdir()) == ["loop", "timestamp.txt", f"{A}.ipynb"]
+    assert sorted(p.name for p in (submitted / HOSTILE / A).iterdir()) == ["loop", "submission_secret.txt", "timestamp.txt",
+                                                                              f"{A}.ipynb"]
     assert CANARY[FULL] in (submitted / FULL / A / f"{A}.ipynb").read_text(), "the genuine submission, not the spoof"
     for student in ROSTER:  # the formgrader's Autograde button, one student at a time
         out = hub.formgrader("POST", f"submission/{A}/{student}/autograde", timeout=900)
@@ -590,7 +586,8 @@ def test_hub_down_removes_everything(hub):
     assert proc.returncode == 0, proc.stderr
     assert not hubmod._alive(pid)
     assert created and not [u for u in created if hubmod._exists_user(u)]
-    assert not any(p.pw_name.startswith("ck-") for p in pwd.getpwall() if p.pw_name not in hub.before_users)
+    assert not [p.pw_name for p in pwd.getpwall()
+                if p.pw_name.startswith("ck-") and p.pw_name not in hub.before_users | {OUTSIDER}]
     assert not PATHS.course.exists() and not PATHS.exchange.exists() and not PATHS.state.exists()
     for controller in ("memory", "pids", "cpu"):
         root = Path("/sys/fs/cgroup") / controller / "coursekit-grading"
