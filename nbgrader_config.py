@@ -117,6 +117,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.LimitOutput",
     "coursekit.grading.TruncateOutput",
     "coursekit.grading.PassiveOutputs",
+    "coursekit.markup.InertMarkup",  # a student's HTML in markdown shows as text in the formgrader, never runs
     "nbgrader.preprocessors.SaveAutoGrades",
     "coursekit.graders.ModelAnswers",
     "nbgrader.preprocessors.AssignLatePenalties",

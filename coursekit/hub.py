@@ -195,6 +195,11 @@ def install(paths: Paths, log=print) -> bool:
         _run(["npm", "ci", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"], cwd=paths.prefix)
         node_stamp.write_text(want_node)
         changed = True
+    # JupyterLab in every session: no news or update checks from the internet (the hub may have no way out)
+    overrides = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True, exist_ok=True)
+    overrides.write_text(json.dumps({"@jupyterlab/apputils-extension:notification": {
+        "fetchNews": "false", "checkForUpdates": False}}, indent=1))
     _chmod_readable(paths.prefix)
     return changed
 
