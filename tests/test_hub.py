@@ -305,6 +305,7 @@ def test_a_student_fetches_in_jupyterlabs_assignments_tab(hub, tmp_path):
             expect(tab.get_by_text(A).first).to_be_visible()
             tab.get_by_role("button", name="Fetch").first.click()
             expect(tab.locator("#fetched_assignments_list").get_by_text(A).first).to_be_visible()
+            expect(page.locator(".jp-DirListing-item", has_text=A).first).to_be_visible()  # the file browser's poll
         page.screenshot(path=str(hub.shots / "hub-assignments.png"))
     assert (home / A / f"{A}.ipynb").is_file(), "fetched into the student's home"
     menu = hub.results["student_menu"]
