@@ -363,7 +363,13 @@ def _delegate(state: State, log) -> None:
         key = str(root)
         if key not in state.cgroups:
             state.cgroups[key] = [root.stat().st_uid, root.stat().st_gid] if root.exists() else None
-    for path in delegate(GRADER):
+    from .sandbox.cgroups import CgroupError
+
+    try:
+        delegated = delegate(GRADER)
+    except CgroupError as error:
+        raise CourseKitError(f"cannot delegate the grading cgroups to {GRADER}: {error}") from None
+    for path in delegated:
         log(f"delegated {path} to {GRADER} (grading sandboxes without root)")
 
 
