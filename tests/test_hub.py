@@ -269,6 +269,15 @@ def test_release_start_servers_and_fetch(hub):
     log = hub.formgrader("POST", f"assignment/{A}/release")
     assert log["success"], log
     hub.results["spawn_s"] = hub.start_servers(ROSTER + [hubmod.INSTRUCTOR])
+    # every port the hub, its proxy, the grading service and the users' servers listen on is on 127.0.0.1
+    import psutil
+
+    state = hubmod.State.load(PATHS)
+    uids = {pwd.getpwnam(u).pw_uid for u in state.users}
+    ours = {p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids}
+    ours |= {state.pid} | {c.pid for c in psutil.Process(state.pid).children(recursive=True)}
+    listening = [c.laddr for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in ours]
+    assert len(listening) >= 8 and all(addr.ip == "127.0.0.1" for addr in listening), listening
     for student in (PARTIAL, HOSTILE, LATE):  # through the REST API; FULL fetches in the browser (next test)
         status, listing = hub.assignments(student, "fetch")
         assert status == 200 and listing["success"], listing
