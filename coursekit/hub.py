@@ -476,7 +476,7 @@ def _start_hub(paths: Paths, state: State, settings: dict, log, timeout: float =
     raise CourseKitError(f"the hub did not answer within {timeout:.0f} s; its log: {paths.state / 'jupyterhub.log'}")
 
 
-def _stop_hub(state: State, log, timeout: float = 30) -> None:
+def _stop_hub(state: State, log, timeout: float = 60, paths: Paths | None = None) -> None:
     if _alive(state.pid):
         log(f"stopping JupyterHub (pid {state.pid}) and the servers it started")
         os.kill(state.pid, signal.SIGTERM)
@@ -484,8 +484,24 @@ def _stop_hub(state: State, log, timeout: float = 30) -> None:
         while _alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         if _alive(state.pid):
+            log(f"JupyterHub did not stop within {timeout:.0f} s: killed")
             os.killpg(state.pid, signal.SIGKILL)
     state.pid = None
+    # The proxy runs in a session of its own: a hub that was killed (or died) leaves it running; its pid file says which.
+    pid_file = (paths or Paths()).state / "proxy.pid"
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return
+    if b"configurable-http-proxy" in cmdline:
+        log(f"stopping the proxy (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)
 
 
 def _processes_of(uids: set[int]) -> list[int]:
@@ -540,8 +556,7 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
             raise CourseKitError(f"{tool} not found (Debian: apt-get install passwd util-linux bubblewrap npm)")
     install(paths, log)
     state = State.load(paths)
-    if _alive(state.pid):
-        _stop_hub(state, log)
+    _stop_hub(state, log, paths=paths)
     paths.state.mkdir(parents=True, exist_ok=True)
     os.chmod(paths.state, 0o700)
     state.save(paths)
@@ -578,7 +593,7 @@ def down(paths: Paths, purge: bool = False, log=print) -> None:
     if os.geteuid() != 0:
         raise CourseKitError("the hub's accounts and folders belong to root: run it as root (sudo make hub-down)")
     state = State.load(paths)
-    _stop_hub(state, log)
+    _stop_hub(state, log, paths=paths)
     _kill_users(state.users, log)
     _undelegate(state, log)
     state.save(paths) if paths.state.exists() else None

@@ -604,6 +604,11 @@ def test_hub_down_removes_everything(hub):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert not hubmod._alive(pid)
+    import psutil
+
+    leftover = [(p.pid, p.info["cmdline"][:2]) for p in psutil.process_iter(["cmdline"])
+                if any(str(PATHS.prefix) in arg for arg in p.info["cmdline"] or [])]
+    assert not leftover, f"processes of the hub still running (the proxy?): {leftover}"
     assert created and not [u for u in created if hubmod._exists_user(u)]
     assert not [p.pw_name for p in pwd.getpwall()
                 if p.pw_name.startswith("ck-") and p.pw_name not in hub.before_users | {OUTSIDER}]
