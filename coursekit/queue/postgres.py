@@ -470,9 +470,8 @@ class ProcrastinateQueue(QueueBackend):
                         self.settings.max_attempts, why)
             raise GradingFailed(why)
         state.graded += 1
-        log.info("graded %s/%s in %.1f s on %s: %s / %s", assignment, student, result.seconds, state.name,
-                 result.score, result.max_score)
-        return {"score": result.score, "max_score": result.max_score, "seconds": round(result.seconds, 2)}
+        log.info("graded %s/%s in %.1f s on %s", assignment, student, result.seconds, state.name)
+        return {"seconds": round(result.seconds, 2)}
 
     async def _fenced(self, grading: asyncio.Future, job, grader):
         """Wait for ``grading``, checking every couple of seconds that the job is still this worker's and that this
