@@ -230,7 +230,7 @@ class ProcrastinateQueue(QueueBackend):
                 latest[key] = job
         attempts = {row[0]: row[1:] for row in await self._rows(
             "SELECT DISTINCT ON (job_id) job_id, attempt, worker, outcome, cause, "
-            "       COALESCE(seconds, EXTRACT(EPOCH FROM now() - started_at)) "
+            "       COALESCE(seconds, EXTRACT(EPOCH FROM now() - started_at)::float8) "
             "  FROM coursekit_attempts WHERE job_id = ANY(%s) ORDER BY job_id, id DESC",
             [[j.id for j in latest.values()]])}
         views = []
@@ -248,7 +248,7 @@ class ProcrastinateQueue(QueueBackend):
             if view.state == "running":
                 running[view.worker] = running.get(view.worker, 0) + 1
         workers = [WorkerView(name, slots, round(seen, 1), running.get(name, 0)) for name, slots, seen in await self._rows(
-            "SELECT name, slots, EXTRACT(EPOCH FROM now() - last_seen) FROM coursekit_workers "
+            "SELECT name, slots, EXTRACT(EPOCH FROM now() - last_seen)::float8 FROM coursekit_workers "
             " WHERE stopped_at IS NULL AND last_seen > now() - make_interval(secs => %s) ORDER BY name",
             [self.lease])]
         return Snapshot(views, workers, float(mean) if mean is not None else None)
@@ -289,7 +289,7 @@ class ProcrastinateQueue(QueueBackend):
                 a, s = job.task_kwargs.get("assignment"), job.task_kwargs.get("student")
                 lost = await (await conn.execute(
                     "UPDATE coursekit_attempts SET finished_at = now(), outcome = 'lost', "
-                    "       seconds = EXTRACT(EPOCH FROM now() - started_at), "
+                    "       seconds = EXTRACT(EPOCH FROM now() - started_at)::float8, "
                     "       cause = 'worker ' || worker || %s "
                     " WHERE job_id = %s AND finished_at IS NULL RETURNING worker",
                     [f" stopped answering while grading (no heartbeat for {self.lease:g} s)", job.id])).fetchall()
