@@ -10,6 +10,10 @@ database each, on ``--pg``, else ``COURSE_TEST_PG_URL``, else a throwaway cluste
 * **queue**: W ``python -m coursekit worker`` processes (one grading slot each, ``OMP_NUM_THREADS`` as the pool sets
   it), started before, then ``python -m coursekit grade A --queue --wait --force``: pre-flight, enqueue, and wait.
 
+Each method grades the cohort in two halves, in the order local, queue, queue, local, so that other work on the
+machine that comes or goes during the run weighs on both alike (the local command pre-flights the whole cohort each
+time, as it always does; the queue pre-flights the students it queues).
+
 Printed: each run's wall time and throughput, **the queue's throughput / the pool's** (target ≥ 0.9), whether the
 two ``nbgrader export`` CSVs are identical, and **the queue's per-job overhead**: from the queue's own record of each
 attempt (``coursekit_attempts``), the time a slot spends on a job outside nbgrader's autograde (recording the
@@ -129,15 +133,27 @@ def main(argv=None) -> int:
             for db in (local_db, queue_db):
                 sh([BIN / "nbgrader", "generate_assignment", name, "--force", f"--db={db}"], root)
             threads = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // w))}
+            halves = [students[0::2], students[1::2]]
 
-            local_s, proc = sh([sys.executable, "-m", "coursekit", "grade", name, "--jobs", w, "--force",
-                                "--no-progress", f"--db={local_db}"], root, check=False)
-            print(f"local pool: {n} in {local_s:.1f} s ({n / local_s:.3f} submissions/s; exit {proc.returncode})",
-                  flush=True)
-            local_rows = export(root, local_db, work / "local.csv")
-            shutil.rmtree(root / "autograded")
-            (root / "autograded").mkdir()
+            def local(half):  # the embedded pool on one half (pre-flight, as always, of the whole cohort)
+                seconds, proc = sh([sys.executable, "-m", "coursekit", "grade", name, "--jobs", w, "--force",
+                                    "--no-progress", f"--db={local_db}", *[f"--student={s}" for s in half]], root,
+                                   check=False)
+                print(f"  local pool, {len(half)} submissions: {seconds:.1f} s (exit {proc.returncode})", flush=True)
+                return seconds
 
+            def queue(half):  # the queue on one half: pre-flight, enqueue, wait for the workers
+                seconds, proc = sh([sys.executable, "-m", "coursekit", "grade", name, "--queue", "--wait", "--force",
+                                    "--no-progress", f"--db={queue_db}", *[f"--student={s}" for s in half]], root,
+                                   check=False)
+                print(f"  queue, {len(half)} submissions: {seconds:.1f} s (exit {proc.returncode})", flush=True)
+                if proc.returncode:
+                    print(proc.stdout[-3000:], proc.stderr[-3000:])
+                return seconds
+
+            # ABBA: local, queue, queue, local (each method grades both halves), so that a machine getting faster
+            # or slower during the run weighs on both alike
+            local_s = local(halves[0])
             logs = [open(work / f"worker-{k}.log", "w") for k in range(w)]
             workers = [subprocess.Popen([sys.executable, "-m", "coursekit", "worker", "--name", f"bench-{k}",
                                          f"--db={queue_db}"], cwd=root, stdout=logs[k], stderr=subprocess.STDOUT,
@@ -145,17 +161,16 @@ def main(argv=None) -> int:
                        for k in range(w)]
             try:
                 time.sleep(3)  # connected (their grading processes start with the first job, as the pool's do)
-                queue_s, proc = sh([sys.executable, "-m", "coursekit", "grade", name, "--queue", "--wait", "--force",
-                                    "--no-progress", f"--db={queue_db}"], root, check=False)
+                queue_s = queue(halves[0]) + queue(halves[1])
             finally:
                 for p in workers:
                     p.terminate()
                 for p in workers:
-                    p.wait(60)
-            print(f"queue: {n} in {queue_s:.1f} s ({n / queue_s:.3f} submissions/s; exit {proc.returncode})",
-                  flush=True)
-            if proc.returncode:
-                print(proc.stdout[-3000:], proc.stderr[-3000:])
+                    p.wait(120)
+            local_s += local(halves[1])
+            print(f"local pool: {n} in {local_s:.1f} s ({n / local_s:.3f} submissions/s)", flush=True)
+            print(f"queue: {n} in {queue_s:.1f} s ({n / queue_s:.3f} submissions/s)", flush=True)
+            local_rows = export(root, local_db, work / "local.csv")
             queue_rows = export(root, queue_db, work / "queue.csv")
             enqueue_s, _ = sh([sys.executable, "-m", "coursekit", "grade", name, "--queue", "--force",
                                f"--db={queue_db}"], root)  # pre-flight + enqueue alone (no worker runs now)

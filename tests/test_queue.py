@@ -521,3 +521,17 @@ def test_a_database_restart_during_a_run_loses_nothing(serial, own_cluster):
             host.stop()
         root_relay.terminate()
         dbs.drop()
+
+
+# ------------------------------------------------------------------------------------------------ the connection
+def test_the_queue_connects_with_the_gradebooks_settings_through_psycopg_3():
+    from coursekit.queue import QueueUnavailable
+    from coursekit.queue.postgres import conninfo
+
+    assert conninfo("postgresql+psycopg2://course:p%40ss@db.example:5433/course?sslmode=require") == \
+        "postgresql://course:p%40ss@db.example:5433/course?sslmode=require"
+    assert conninfo("postgresql://u@h/d") == "postgresql://u@h/d"
+    with pytest.raises(QueueUnavailable, match="needs PostgreSQL, and the gradebook is sqlite"):
+        conninfo("sqlite:////course/gradebook.db")
+    with pytest.raises(QueueUnavailable, match="is not a URL"):
+        conninfo("host=db dbname=course")

@@ -164,10 +164,6 @@ class Snapshot:
         waves = math.ceil((counts["queued"] + counts["running"]) / self.slots)
         return max(0.0, waves * self.mean_s - 0.5 * self.mean_s * bool(counts["running"]))
 
-    def of(self, job_ids) -> "Snapshot":
-        ids = set(job_ids)
-        return Snapshot([j for j in self.jobs if j.job_id in ids], self.workers, self.mean_s)
-
     def as_json(self) -> dict:
         return {"counts": {**self.counts, "total": len(self.jobs)}, "eta_s": self.eta_s, "mean_job_s": self.mean_s,
                 "workers": [asdict(w) for w in self.workers], "jobs": [asdict(j) for j in self.jobs]}
@@ -206,7 +202,8 @@ class QueueBackend:
         """One job per student, unless one is queued already."""
         raise NotImplementedError
 
-    def snapshot(self, assignments: list[str] | None = None) -> Snapshot:
+    def snapshot(self, assignments: list[str] | None = None, job_ids: list[int] | None = None) -> Snapshot:
+        """The latest job of every submission (of ``assignments``), or exactly the jobs ``job_ids``."""
         raise NotImplementedError
 
     def cancel(self, assignment: str | None = None, students: list[str] | None = None) -> list[JobView]:

@@ -65,7 +65,7 @@ def enqueue(hw, students: list[str] | None = None, force: bool = False, failed: 
     return queue, jobs
 
 
-def follow(queue, assignment: str, job_ids: list[int], progress: bool = True, every: float = 1.0,
+def follow(queue, assignment: str, job_ids: list[int], progress: bool = True, every: float = 2.0,
            timeout: float | None = None) -> Snapshot:
     """Wait until every job of ``job_ids`` has ended, with a progress bar (done / running / queued / failed, ETA)."""
     bar = None
@@ -76,10 +76,10 @@ def follow(queue, assignment: str, job_ids: list[int], progress: bool = True, ev
     start, polls = time.monotonic(), 0
     try:
         while True:
-            if polls % 10 == 9:  # any client may take up the jobs of a lost worker (one at a time: a lock)
+            if polls % 5 == 4:  # any client may take up the jobs of a lost worker (one at a time: a lock)
                 queue.recover()
             polls += 1
-            snap = queue.snapshot([assignment]).of(job_ids)
+            snap = queue.snapshot([assignment], job_ids)
             counts = snap.counts
             ended = counts["done"] + counts["failed"] + counts["cancelled"]
             if bar:

@@ -219,14 +219,19 @@ class ProcrastinateQueue(QueueBackend):
                 out.append(Enqueued(assignment, student, max((j.id for j in jobs), default=-1), already=True))
         return out
 
-    def snapshot(self, assignments: list[str] | None = None) -> Snapshot:
-        return self._sync(self._snapshot, assignments)
+    def snapshot(self, assignments: list[str] | None = None, job_ids: list[int] | None = None) -> Snapshot:
+        return self._sync(self._snapshot, assignments, job_ids)
 
-    async def _snapshot(self, assignments: list[str] | None) -> Snapshot:
-        latest = {}
+    async def _snapshot(self, assignments: list[str] | None, job_ids: list[int] | None = None) -> Snapshot:
+        latest, ids = {}, set(job_ids or ())
         for job in await self.app.job_manager.list_jobs_async(queue=self.queue, task=TASK):
             key = (job.task_kwargs.get("assignment"), job.task_kwargs.get("student"))
-            if (not assignments or key[0] in assignments) and (key not in latest or job.id > latest[key].id):
+            if assignments and key[0] not in assignments:
+                continue
+            if ids:  # these jobs, even if a newer one of the same submission was queued since
+                if job.id in ids:
+                    latest[(*key, job.id)] = job
+            elif key not in latest or job.id > latest[key].id:
                 latest[key] = job
         attempts = {row[0]: row[1:] for row in await self._rows(
             "SELECT DISTINCT ON (job_id) job_id, attempt, worker, outcome, cause, "
@@ -234,7 +239,7 @@ class ProcrastinateQueue(QueueBackend):
             "  FROM coursekit_attempts WHERE job_id = ANY(%s) ORDER BY job_id, id DESC",
             [[j.id for j in latest.values()]])}
         views = []
-        for (assignment, student), job in sorted(latest.items()):
+        for (assignment, student, *_), job in sorted(latest.items()):
             attempt, worker, outcome, cause, seconds = attempts.get(job.id, (job.attempts, "", None, "", None))
             state = STATE.get(job.status, job.status)
             if state == "done":
@@ -385,6 +390,9 @@ class ProcrastinateQueue(QueueBackend):
                 except (*_db_errors(), QueueUnavailable) as error:
                     if state.stopping:
                         break
+                    if not state.sessions:  # never connected (a wrong URL or password): say why, and stop
+                        raise QueueUnavailable(f"cannot reach the grading queue's database {self.where()}: "
+                                               f"{str(error).strip() or type(error).__name__}") from None
                     log.warning("worker %s: database unreachable (%s); trying again in %.0f s", name,
                                 str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__,
                                 delay)
