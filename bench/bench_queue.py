@@ -51,8 +51,7 @@ def start_cluster(work: Path) -> tuple[str, callable]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    data = work / "pg"
-    data.mkdir()
+    data = Path(tempfile.mkdtemp(prefix="bench-pg-"))  # a folder the postgres user can enter
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_pg:
         shutil.chown(data, "postgres")
@@ -60,9 +59,12 @@ def start_cluster(work: Path) -> tuple[str, callable]:
                    check=True, capture_output=True)
     subprocess.run([*as_pg, bindir / "pg_ctl", "-D", data / "data", "-l", data / "log", "-w", "-o",
                     f"-h 127.0.0.1 -p {port} -k {data} -F", "start"], check=True, capture_output=True)
-    return (f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres",
-            lambda: subprocess.run([*as_pg, bindir / "pg_ctl", "-D", data / "data", "-m", "immediate", "stop"],
-                                   capture_output=True))
+
+    def stop():
+        subprocess.run([*as_pg, bindir / "pg_ctl", "-D", data / "data", "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(data, ignore_errors=True)
+
+    return f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres", stop
 
 
 def new_database(server: str) -> str:

@@ -44,5 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("procrastinate").setLevel(logging.INFO)
     else:  # its job errors carry tracebacks of our own GradingFailed; the worker prints one line per job instead
         logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
+        # the connection pool's "error connecting" every second of an outage: the worker says it once, its own way
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
     open_queue(course).work(args.name or default_worker_name(), args.slots, args.until_empty)
     return 0

@@ -69,6 +69,12 @@ CREATE TABLE IF NOT EXISTS coursekit_submissions (
 """
 
 
+# What a database says when the worker's settings are wrong (not when it is down or restarting): a worker stops on
+# these, and waits and tries again on anything else.
+FATAL = ("password authentication failed", "does not exist", "no pg_hba.conf entry", "permission denied",
+         "needs PostgreSQL")
+
+
 class GradingFailed(Exception):
     """nbgrader could not grade the submission (the job is retried)."""
 
@@ -154,8 +160,9 @@ class ProcrastinateQueue(QueueBackend):
         try:
             conn = await psycopg.AsyncConnection.connect(self.conninfo, connect_timeout=10)
         except psycopg.Error as error:
+            lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
             raise QueueUnavailable(f"cannot reach the grading queue's database {self.where()}: "
-                                   f"{str(error).strip().splitlines()[-1]}") from None
+                                   f"{lines[0] if lines else type(error).__name__}") from None
         await conn.close()
 
     @contextlib.asynccontextmanager
@@ -346,6 +353,7 @@ class ProcrastinateQueue(QueueBackend):
 
         def on_signal(signum):
             state.stopping += 1
+            state.stop.set()
             log.warning("worker %s: %s; %s", name, signal.Signals(signum).name,
                         "finishing the running job(s), then stopping (again: requeue them and stop now)"
                         if state.stopping == 1 else "requeueing the running job(s) and stopping")
@@ -367,6 +375,7 @@ class ProcrastinateQueue(QueueBackend):
                             log.warning("worker %s: %d grading slot(s), taking jobs from %s", name, slots,
                                         self.where())
                         state.sessions += 1
+                        state.worker_id, state.suspects = None, set()
                         delay = 1.0
                         upkeep = asyncio.create_task(self._upkeep(name, slots))
                         state.run = asyncio.create_task(self.app.run_worker_async(
@@ -390,13 +399,16 @@ class ProcrastinateQueue(QueueBackend):
                 except (*_db_errors(), QueueUnavailable) as error:
                     if state.stopping:
                         break
-                    if not state.sessions:  # never connected (a wrong URL or password): say why, and stop
-                        raise QueueUnavailable(f"cannot reach the grading queue's database {self.where()}: "
-                                               f"{str(error).strip() or type(error).__name__}") from None
-                    log.warning("worker %s: database unreachable (%s); trying again in %.0f s", name,
-                                str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__,
-                                delay)
-                    await asyncio.sleep(delay)
+                    if any(words in str(error) for words in FATAL):  # no waiting will fix it: say why, and stop
+                        if isinstance(error, QueueUnavailable):
+                            raise
+                        raise QueueUnavailable(f"cannot use the grading queue's database {self.where()}: "
+                                               f"{str(error).strip()}") from None
+                    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+                    log.warning("worker %s: %s; trying again in %.0f s", name,
+                                lines[0] if lines else f"database unreachable ({type(error).__name__})", delay)
+                    with contextlib.suppress(asyncio.TimeoutError):  # a stop signal ends the wait
+                        await asyncio.wait_for(state.stop.wait(), timeout=delay)
                     delay = min(delay * 2, 15.0)
         finally:
             state.graders.close()
@@ -410,14 +422,37 @@ class ProcrastinateQueue(QueueBackend):
             [name, socket.gethostname(), os.getpid(), slots])
 
     async def _upkeep(self, name: str, slots: int) -> None:
-        """While the worker runs: say it is alive (for status), and take up the jobs of lost workers."""
+        """While the worker runs: say it is alive (for status), take up the jobs of lost workers, and put back its own
+        orphans."""
         while True:
             try:
                 await self._seen_worker(name, slots)
                 await self._recover()
+                await self._orphans()
             except _db_errors() as error:
                 log.info("worker %s: upkeep failed: %s", name, error)
             await asyncio.sleep(self.lease / 6)
+
+    async def _orphans(self) -> None:
+        """Jobs this worker holds in the database but no longer runs: a job whose end could not be recorded (the
+        database was down longer than the pool waits) stays 'doing' under a worker that is alive, so no heartbeat
+        would ever free it. Seen so in two rounds in a row (not just between its end and its record), it is put back
+        in the queue."""
+        state, jm = self.worker, self.app.job_manager
+        if state is None or state.worker_id is None:
+            return
+        held = await jm.list_jobs_async(queue=self.queue, task=TASK, status="doing", worker_id=state.worker_id)
+        orphans = {job.id for job in held if job.id not in state.running}
+        for job in held:
+            if job.id in orphans and job.id in state.suspects:
+                await jm.retry_job(job)
+                await self._rows("UPDATE coursekit_attempts SET finished_at = now(), outcome = 'lost', "
+                                 "       seconds = EXTRACT(EPOCH FROM now() - started_at)::float8, "
+                                 "       cause = 'its end could not be recorded (the database was unreachable)' "
+                                 " WHERE job_id = %s AND finished_at IS NULL", [job.id])
+                log.warning("requeued %s/%s: its end could not be recorded", job.task_kwargs.get("assignment"),
+                            job.task_kwargs.get("student"))
+        state.suspects = orphans
 
     async def _attempt(self, query: str, params) -> int | None:
         try:
@@ -430,6 +465,14 @@ class ProcrastinateQueue(QueueBackend):
     async def _run_job(self, context, assignment: str, student: str):
         """One job: grade one submission in one of this worker's grading processes, under the fence."""
         state, job = self.worker, context.job
+        state.worker_id = job.worker_id  # procrastinate's id of this worker's current session
+        state.running.add(job.id)
+        try:
+            return await self._attempt_job(state, job, assignment, student)
+        finally:
+            state.running.discard(job.id)
+
+    async def _attempt_job(self, state, job, assignment: str, student: str):
         attempt = job.attempts + 1
         if attempt > self.settings.max_attempts:  # lost workers count too: their retries bypass the retry strategy
             rows = await self._rows("SELECT cause FROM coursekit_attempts WHERE job_id = %s ORDER BY id DESC LIMIT 1",
@@ -523,8 +566,12 @@ class _WorkerState:
         self.name, self.graders = name, graders
         self.stopping = 0
         self.sessions = 0
+        self.worker_id: int | None = None   # procrastinate's id of the current session (known from its first job)
+        self.running: set[int] = set()      # ids of the jobs this worker is grading now
+        self.suspects: set[int] = set()     # jobs held in the database but not running, at the last upkeep
         self.graded = self.failed = 0
         self.run: asyncio.Task | None = None
+        self.stop = asyncio.Event()
 
 
 def default_worker_name() -> str:
