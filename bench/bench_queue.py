@@ -21,7 +21,8 @@ attempt, the fence, the pipe to the grading process) plus the gap between one jo
 the same worker (fetching it); and from the wall times, the slot-seconds per job not spent grading, local vs queue.
 Then a model for 2,000 submissions on M machines of W slots each: ``T(M) = setup + ceil(2000 / (M·W)) · (c + o)``,
 with c the measured grading time per submission, o the measured overhead per job, setup the time to pre-flight and
-enqueue the cohort (measured, scaled to 2,000) plus one grading process's start.
+enqueue the cohort (measured for half the cohort and all of it: a fixed start plus a cost per submission, scaled to
+2,000).
 """
 from __future__ import annotations
 
@@ -93,8 +94,10 @@ def export(course: Path, db: str, out: Path) -> list[dict]:
         return sorted(csv.DictReader(f), key=lambda r: (r["assignment"], r["student_id"]))
 
 
-def overhead(course_root: Path, db: str) -> dict:
-    """Per-job overhead of the queue, from its record of each attempt (DB clock) and the grader's own timing."""
+def overhead(course_root: Path, db: str, boundary: float) -> dict:
+    """Per-job overhead of the queue, from its record of each attempt (DB clock) and the grader's own timing; a
+    worker's first job (it starts the grading process) and the pause between the two halves (``boundary``, a time
+    stamp in it) are left out."""
     import psycopg
 
     from coursekit.queue.postgres import conninfo
@@ -104,8 +107,10 @@ def overhead(course_root: Path, db: str) -> dict:
                             "WHERE outcome = 'ok' ORDER BY worker, started_at").fetchall()
     # medians: a worker's first job also starts its grading process (the pool's processes start too; that cost is
     # in both wall times, not an overhead of the queue)
-    inside = [(f - s).total_seconds() - sec for _, s, f, sec in rows]
-    gaps = [(b[1] - a[2]).total_seconds() for a, b in zip(rows, rows[1:]) if a[0] == b[0]]
+    firsts = {min(r[1] for r in rows if r[0] == worker) for worker in {r[0] for r in rows}}
+    inside = [(f - s).total_seconds() - sec for _, s, f, sec in rows if s not in firsts]
+    gaps = [(b[1] - a[2]).total_seconds() for a, b in zip(rows, rows[1:])
+            if a[0] == b[0] and not a[2].timestamp() <= boundary <= b[1].timestamp()]
     return {"jobs": len(rows), "grading_s": sum(r[3] for r in rows) / max(1, len(rows)),
             "inside_s": statistics.median(inside) if inside else 0.0,
             "gap_s": statistics.median(gaps) if gaps else 0.0}
@@ -163,7 +168,9 @@ def main(argv=None) -> int:
                        for k in range(w)]
             try:
                 time.sleep(3)  # connected (their grading processes start with the first job, as the pool's do)
-                queue_s = queue(halves[0]) + queue(halves[1])
+                queue_s = queue(halves[0])
+                boundary = time.time()
+                queue_s += queue(halves[1])
             finally:
                 for p in workers:
                     p.terminate()
@@ -174,10 +181,17 @@ def main(argv=None) -> int:
             print(f"queue: {n} in {queue_s:.1f} s ({n / queue_s:.3f} submissions/s)", flush=True)
             local_rows = export(root, local_db, work / "local.csv")
             queue_rows = export(root, queue_db, work / "queue.csv")
-            enqueue_s, _ = sh([sys.executable, "-m", "coursekit", "grade", name, "--queue", "--force",
-                               f"--db={queue_db}"], root)  # pre-flight + enqueue alone (no worker runs now)
-            sh([sys.executable, "-m", "coursekit", "cancel", name, f"--db={queue_db}"], root)
-            cost = overhead(root, queue_db)
+            # pre-flight + enqueue alone (no worker runs now), of half the cohort and of all of it: the cost per
+            # submission (the slope) and the fixed cost (the command's start)
+            enqueue = {}
+            for part in (halves[0], students):
+                enqueue[len(part)], _ = sh([sys.executable, "-m", "coursekit", "grade", name, "--queue", "--force",
+                                            f"--db={queue_db}", *[f"--student={s}" for s in part]], root)
+                sh([sys.executable, "-m", "coursekit", "cancel", name, f"--db={queue_db}"], root)
+            enqueue_s = enqueue[n]
+            per_submission = max(0.0, (enqueue[n] - enqueue[len(halves[0])]) / max(1, n - len(halves[0])))
+            fixed = max(0.0, enqueue[n] - per_submission * n)
+            cost = overhead(root, queue_db, boundary)
         finally:
             if stop_cluster:
                 stop_cluster()
@@ -193,9 +207,10 @@ def main(argv=None) -> int:
           f"+ {cost['gap_s']:.3f} s between jobs on a worker ({cost['jobs']} jobs)")
     print(f"slot-seconds per submission not spent grading: local pool {slot_local:.2f} s, queue {slot_queue:.2f} s "
           f"(pre-flight, process start and the cohort's tail included)")
-    print(f"pre-flight + enqueue of {n} submissions: {enqueue_s:.1f} s ({enqueue_s / n * 1000:.0f} ms each)")
+    print(f"pre-flight + enqueue of {n} submissions: {enqueue_s:.1f} s = {fixed:.1f} s to start + "
+          f"{per_submission * 1000:.0f} ms per submission")
     c, o, total = cost["grading_s"], per_job, 2000
-    setup = enqueue_s / n * total + 5.0
+    setup = fixed + per_submission * total
     print(f"\nmodel, {total} submissions on M machines of {w} slots: T(M) = {setup:.0f} s + ceil({total} / ({w} M)) "
           f"x ({c:.2f} + {o:.3f}) s")
     for m in (1, 2, 4, 8, 16, 32):

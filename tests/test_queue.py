@@ -43,8 +43,8 @@ from coursekit.planting import Context, Submission
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 NBGRADER = str(BIN / "nbgrader")
-HONEST = ["twin_full", "twin_attention_no_scaling", "twin_accuracy_none", "twin_accuracy_threshold_half"]
-HOSTILE = ["forge_kernel_do_execute", "lie_eq_object", "tamper_builtins", "broken_not_json"]
+HONEST = ["twin_full", "twin_attention_no_scaling", "twin_accuracy_none"]
+HOSTILE = ["forge_kernel_do_execute", "lie_eq_object", "broken_not_json"]
 DAMAGED = "damaged_in_transit"  # a full solution whose checked copy is damaged after it was queued
 RESTARTED = ["twin_full", "lie_eq_object", "twin_accuracy_none"]
 QUEUE_CONFIG = """
