@@ -119,3 +119,12 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# --- Grading on many machines: the queue (coursekit/queue/; book/instructors.md "Grading a large cohort") -----------
+# `python -m coursekit grade A --queue` puts one job per submission in a queue that `python -m coursekit worker` takes
+# from on any machine; it lives in the gradebook's PostgreSQL database (schema grading_queue) unless db_url says
+# otherwise. A lost worker's job is taken up by another after lease_s seconds without its heartbeat.
+# c.GradingQueue.db_url = "postgresql://user:password@host/dbname"   # default: the gradebook's (if PostgreSQL)
+# c.GradingQueue.lease_s = 45
+# c.GradingQueue.max_attempts = 3      # per job, failed autogrades and lost workers together
+# c.GradingQueue.max_gradings = 5      # grade --watch: automatic gradings per student and assignment

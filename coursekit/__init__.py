@@ -15,6 +15,8 @@ what feedback shows         ``feedback.py`` (``c.GenerateFeedback.preprocessors`
 a learning platform         ``collect.py`` (``c.ZipCollectApp.collector_plugin``) and ``export.py``
                             (``c.ExportApp.plugin_class``)
 a sandbox (Docker, …)       ``sandbox/``: a ``Backend`` (``probe``, ``command``), chosen by ``c.GradingSandbox.backend``
+the grading queue           ``queue/``: a ``QueueBackend`` (``enqueue``, ``snapshot``, ``cancel``, ``work``), chosen by
+                            ``c.GradingQueue.backend`` (procrastinate on PostgreSQL); grading on submit: ``queue/watch.py``
 a command                   ``commands/<verb>.py`` with ``main(argv)``, listed in ``__main__.py``
 ==========================  =============================================================================================
 

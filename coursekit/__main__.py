@@ -3,7 +3,10 @@ import importlib
 import sys
 
 COMMANDS = {
-    "grade": ("coursekit.commands.grade", "pre-flight, then autograde submissions with N parallel workers"),
+    "grade": ("coursekit.commands.grade", "pre-flight, then autograde with N parallel workers (or --queue, --watch)"),
+    "worker": ("coursekit.commands.worker", "take grading jobs from the queue (any host) until stopped"),
+    "status": ("coursekit.commands.status", "the grading queue: done/running/queued/failed per student, ETA (--json)"),
+    "cancel": ("coursekit.commands.cancel", "take queued grading jobs back out of the queue"),
     "preflight": ("coursekit.commands.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
     "cohort": ("coursekit.commands.cohort", "write (or list, or remove) each assignment's demo cohort in submitted/"),
     "report": ("coursekit.commands.report", "regenerate the grading report's tables from real autograde runs"),
