@@ -5,10 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2 --dist loadfile  # two pytest-xdist workers; a test module stays on one worker
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+# The assignments `make release`, `make grade` and `make report` work on (names under assignments/): all by default.
+ASSIGNMENT ?= $(notdir $(patsubst %/,%,$(dir $(wildcard assignments/*/*.ipynb))))
 
-# Notebooks the book executes (MyST files with a kernel) and its per-notebook time limit, read from the book itself.
+# Notebooks the book executes (MyST files with a kernel) and its per-notebook time limit, read from _config.yml.
 NOTEBOOKS    = $(shell grep -l '^kernelspec:' book/*.md)
-EXEC_TIMEOUT = $(shell sed -n 's/^  timeout: *//p' _config.yml)
+EXEC_TIMEOUT = $(shell $(BIN)/python -m coursekit book timeout)
 CACHE        = _build/.jupyter_cache
 EXECUTOR    ?= local-parallel
 
@@ -17,11 +19,11 @@ EXECUTOR    ?= local-parallel
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
 	@echo "make test     run the whole test suite (pytest; includes browser tests)"
-	@echo "make release  regenerate release/ from assignments/ with nbgrader"
+	@echo "make release  regenerate release/ from assignments/ with nbgrader (ASSIGNMENT=name: only that one)"
 	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
 	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
 	@echo "make clean    remove _build"
-	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers; see book/instructors.md)"
+	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers, ASSIGNMENT=...; book/instructors.md)"
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
 	@echo "make report   regenerate the grading report's tables (planted submissions, autograded for real)"
 
@@ -62,7 +64,7 @@ test: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbgrader generate_assignment transformers --force  # nbgrader runs `alembic` from PATH
+	for a in $(ASSIGNMENT); do PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done  # nbgrader runs `alembic` from PATH
 
 clean:
 	rm -rf _build
@@ -71,10 +73,10 @@ publish: book
 	$(BIN)/python -m coursekit publish --out _build/publish --site _build/html
 
 grade: $(STAMP)
-	$(BIN)/python -m coursekit grade transformers --jobs $(JOBS)
+	$(BIN)/python -m coursekit grade $(ASSIGNMENT) --jobs $(JOBS)
 
-report: $(STAMP)  # the planted submissions are test data: tests/catalog.py
-	$(BIN)/python tests/grading_tables.py
+report: $(STAMP)  # each assignment's planted submissions: assignments/<id>/grading/planted.py
+	$(BIN)/python -m coursekit report $(ASSIGNMENT)
 
 bench: $(STAMP) $(LIGHTHOUSE)
 	$(BIN)/python bench/bench_site.py

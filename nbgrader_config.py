@@ -28,6 +28,10 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 # foreign key, sqlite does not), so the course is named.
 c.CourseDirectory.course_id = "transformers-by-hand"
 
+# An assignment's own test data (its planted submissions, assignments/<id>/grading/) is never copied into the release
+# or into a student's graded folder: nbgrader skips these names wherever it copies an assignment's files.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "grading"]
+
 # A fresh clone has no gradebook: generate_assignment creates the assignment record, autograde creates students
 # it has not seen (register them beforehand with `nbgrader db student add` or `nbgrader db student import`).
 c.GenerateAssignment.create_assignment = True
@@ -45,8 +49,8 @@ c.Execute.shutdown_kernel = "immediate"
 c.OverwriteCells.add_missing_cells = True
 
 # --- Quiet logs: what an instructor reads is signal ---------------------------------------------------------------
-# Two lines nbgrader prints on every run that ask nothing of you (coursekit.grading.KnownNoise says which and why).
-c.Application.logging_config = {"filters": {"noise": {"()": "coursekit.grading.KnownNoise"}},
+# Two lines nbgrader prints on every run that ask nothing of you (coursekit.logs.KnownNoise says which and why).
+c.Application.logging_config = {"filters": {"noise": {"()": "coursekit.logs.KnownNoise"}},
                                 "handlers": {"console": {"filters": ["noise"]}}}
 # SQLAlchemy 2 warns about nbgrader's autoflush pattern on every submission (SAWarning "... not in session"); the
 # rows are written all the same (tests/test_homework_pipeline.py reads them back).
@@ -54,14 +58,14 @@ warnings.filterwarnings("ignore", message=r".*not in session, add operation alon
 
 # --- Feedback ----------------------------------------------------------------------------------------------------
 # Feedback is rendered from the autograded notebook, where nbgrader restored the hidden tests and the submission's
-# code wrote the outputs. coursekit/feedback.py keeps only what the grader vouches for: a failing test's name, its
+# code wrote the outputs. coursekit/feedback.py keeps only what the checker vouches for: a failing test's name, its
 # message without hidden-test code, and the failing line if it is a visible check; stock ClearHiddenTests then
 # removes the hidden regions (jupyter/nbgrader#1363). The graders' model answers (coursekit/graders.py) go first,
 # and you are warned about answers no grader has scored yet.
 c.GenerateFeedback.preprocessors = [
-    "coursekit.graders.RemoveGradersOnly",
+    "coursekit.feedback.RemoveGradersOnly",
     "nbgrader.preprocessors.GetGrades",
-    "coursekit.graders.WarnUngraded",
+    "coursekit.feedback.WarnUngraded",
     "coursekit.feedback.TrustedOutputs",
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
@@ -69,9 +73,9 @@ c.GenerateFeedback.preprocessors = [
 
 # --- Collecting from a learning platform ------------------------------------------------------------------------
 # Put Canvas's or Moodle's "download all submissions" zip into downloaded/<assignment>/archive/, then
-# `nbgrader zip_collect <assignment>`: coursekit/platforms.py reads the student id and notebook from the platform's
+# `nbgrader zip_collect <assignment>`: coursekit/collect.py reads the student id and notebook from the platform's
 # file names (older re-uploads, non-notebooks and late flags are named in warnings; nothing is deleted).
-c.ZipCollectApp.collector_plugin = "coursekit.platforms.PlatformCollector"
+c.ZipCollectApp.collector_plugin = "coursekit.collect.PlatformCollector"
 
 # --- The exchange: students fetch and submit on a JupyterHub (hub/, book/instructors.md "Hosting the course") ------
 # Collecting from nbgrader's exchange copies only regular files and folders of a submission, never follows a link, skips
@@ -82,8 +86,8 @@ c.ExchangeFactory.collect = "coursekit.exchange.SafeExchangeCollect"
 
 # --- Export ------------------------------------------------------------------------------------------------------
 # nbgrader's CSV, after a warning that names every written answer not graded yet (it would count as 0). For a
-# platform's grade import: --exporter=coursekit.platforms.CanvasCsvExport or ...MoodleWorksheetExport.
-c.ExportApp.plugin_class = "coursekit.graders.CheckedCsvExport"
+# platform's grade import: --exporter=coursekit.export.CanvasCsvExport or ...MoodleWorksheetExport.
+c.ExportApp.plugin_class = "coursekit.export.CheckedCsvExport"
 
 # --- Release -----------------------------------------------------------------------------------------------------
 # What replaces a solution in the release: a stub whose error says what to do when a check runs it.
@@ -107,19 +111,28 @@ c.GradingSandbox.wall_limit_s = 600      # per submission, kernel start to last 
 c.GradingSandbox.secret_file = os.path.join(HERE, ".grading-secret")
 # c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 
-# Stock preprocessor list, with GradingExecute in place of Execute (coursekit/grading.py): the student's kernel runs the
+# Stock preprocessor list, with GradingExecute in place of Execute (coursekit/autograde/execute.py): the student's kernel runs the
 # notebook for the record, but every test cell runs in the checker (coursekit/checker/), in this process, reaching the
 # student's functions through a data-only bridge, so no code of a submission can change a verdict. Then two output
-# filters and the model answers for graders (coursekit/graders.py: inserted into autograded/ only).
+# filters and the model answers for graders (coursekit/autograde/model_answers.py: inserted into autograded/ only).
 c.Autograde.autograde_preprocessors = [
-    "coursekit.grading.GradingExecute",
+    "coursekit.autograde.execute.GradingExecute",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "coursekit.grading.TruncateOutput",
-    "coursekit.grading.PassiveOutputs",
-    "coursekit.markup.InertMarkup",  # a student's HTML in markdown shows as text in the formgrader, never runs
+    "coursekit.autograde.outputs.TruncateOutput",
+    "coursekit.autograde.outputs.PassiveOutputs",
+    "coursekit.autograde.markup.InertMarkup",  # a student's HTML in markdown shows as text in the formgrader, never runs
     "nbgrader.preprocessors.SaveAutoGrades",
-    "coursekit.graders.ModelAnswers",
+    "coursekit.autograde.model_answers.ModelAnswers",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# --- Grading on many machines: the queue (coursekit/queue/; book/instructors.md "Grading a large cohort") -----------
+# `python -m coursekit grade A --queue` puts one job per submission in a queue that `python -m coursekit worker` takes
+# from on any machine; it lives in the gradebook's PostgreSQL database (schema grading_queue) unless db_url says
+# otherwise. A lost worker's job is taken up by another after lease_s seconds without its heartbeat.
+# c.GradingQueue.db_url = "postgresql://user:password@host/dbname"   # default: the gradebook's (if PostgreSQL)
+# c.GradingQueue.lease_s = 45
+# c.GradingQueue.max_attempts = 3      # per job, failed autogrades and lost workers together
+# c.GradingQueue.max_gradings = 5      # grade --watch: automatic gradings per student and assignment

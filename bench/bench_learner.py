@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_learner.py [--top 3]
 
 For each chapter (``book/*.md`` in ``_toc.yml`` order, opened as Jupyter opens it, via jupytext) and for the
-solved homework (``assignments/transformers/transformers.ipynb``; once as a learner runs it top to bottom, once
+solved homeworks (``assignments/*/``: each once as a learner runs it top to bottom, and, where it has one, once
 more with the training button's handler called, i.e. one training run): wall time from kernel start to the last
 cell and the kernel's peak resident memory (VmHWM). Targets: every row ≤ 20 s and ≤ 1 GB. Slowest cells are
 listed so a row over budget says where the time goes.
@@ -15,17 +15,16 @@ import sys
 from pathlib import Path
 
 import jupytext
-import nbformat
-import yaml
 
 from _common import ROOT, machine, run_notebook  # bench/ is on sys.path: the script's folder
+from coursekit import book
+from coursekit.course import Course
 
 LIMIT_S, LIMIT_MB = 20.0, 1024.0
 
 
 def chapters() -> list[Path]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [c["file"] for part in toc["parts"] if part["caption"] == "Chapters" for c in part["chapters"]]
+    files = book.chapters(ROOT)
     return [ROOT / f"{f}.md" for f in files if (ROOT / f"{f}.md").exists()]
 
 
@@ -37,12 +36,12 @@ def main(argv=None) -> int:
     rows = []
     for path in chapters():
         rows.append((path.relative_to(ROOT), run_notebook(jupytext.read(path), path.parent)))
-    homework = ROOT / "assignments" / "transformers" / "transformers.ipynb"
-    if homework.exists():
-        nb = nbformat.read(homework, as_version=4)
-        rows.append(("homework, solved (top to bottom)", run_notebook(nb, homework.parent)))
-        click = "_on_train_clicked(None)  # what the training button does\nassert training_results, 'no training ran'"
-        rows.append(("homework, solved + one training run", run_notebook(nb, homework.parent, extra_code=[click])))
+    for hw in Course.load(ROOT).assignments():  # every homework, solved, as a learner runs it top to bottom
+        rows.append((f"{hw.name}, solved (top to bottom)", run_notebook(hw.source, hw.source_folder)))
+        if "_on_train_clicked" in "".join(c.source for c in hw.source.cells):
+            click = "_on_train_clicked(None)  # what the training button does\nassert training_results, 'no training ran'"
+            rows.append((f"{hw.name}, solved + one training run",
+                         run_notebook(hw.source, hw.source_folder, extra_code=[click])))
     print(f"\n{'notebook':<44} {'wall s':>7} {'start s':>8} {'peak MB':>8}  {'≤20 s':>5} {'≤1 GB':>5}")
     ok = True
     for name, r in rows:
@@ -50,7 +49,7 @@ def main(argv=None) -> int:
         ok &= all(fits)
         print(f"{str(name):<44} {r['wall']:7.1f} {r['startup']:8.1f} {r['peak_mb']:8.0f}  "
               f"{'yes' if fits[0] else 'NO':>5} {'yes' if fits[1] else 'NO':>5}")
-    print(f"\nslowest cells (seconds):")
+    print("\nslowest cells (seconds):")
     for name, r in rows:
         top = sorted(r["cells"], key=lambda c: -c[1])[:args.top]
         print(f"  {name}: " + "; ".join(f"#{i} {s:.1f} s `{src}`" for i, s, src in top))

@@ -1,6 +1,6 @@
 """Code exported from the chapters' `# @save` cells. Generated: do not edit by hand.
 
-Regenerate with `python -m coursekit export`; each block names the chapter that teaches it.
+Regenerate with `python -m coursekit library`; each block names the chapter that teaches it.
 """
 import os
 

@@ -1,26 +1,60 @@
-"""Course tooling for "Transformers, by hand and in PyTorch".
+"""Course tooling for "Transformers, by hand and in PyTorch": thin plug-ins for the stock tools and a few commands.
 
-Thin helpers around the stock tools (jupyter-book, nbgrader): exporting the chapters' reusable code,
-pre-flight checks of submissions, the grading sandbox, publishing the student-facing tree, reports. Run as
-``python -m coursekit <command>`` from the repository root.
+The package is laid out as the stock tools wire it. Where each kind of change goes:
+
+==========================  =============================================================================================
+a chapter                   ``book/NN_name.md`` (MyST notebook) and ``_toc.yml``; code a later chapter reuses in a
+                            ``# @save`` cell (``python -m coursekit library`` regenerates ``book/course_lib.py``)
+an assignment               ``assignments/<id>/<id>.ipynb`` (nbgrader source) and its own test data in
+                            ``assignments/<id>/grading/planted.py`` (demo cohort, planted right and wrong answers);
+                            ``make release``; nothing under ``coursekit/`` changes
+a grading check             the assignment's test cells (they run in the checker: ``checker/``); a new kind of
+                            verdict or message: ``checker/``
+an autograde step           ``autograde/`` (``c.Autograde.autograde_preprocessors``)
+what feedback shows         ``feedback.py`` (``c.GenerateFeedback.preprocessors``)
+a learning platform         ``collect.py`` (``c.ZipCollectApp.collector_plugin``) and ``export.py``
+                            (``c.ExportApp.plugin_class``)
+a sandbox (Docker, …)       ``sandbox/``: a ``Backend`` (``probe``, ``command``), chosen by ``c.GradingSandbox.backend``
+the grading queue           ``queue/``: a ``QueueBackend`` (``enqueue``, ``snapshot``, ``cancel``, ``work``), chosen by
+                            ``c.GradingQueue.backend`` (procrastinate on PostgreSQL); grading on submit: ``queue/watch.py``
+a command                   ``commands/<verb>.py`` with ``main(argv)``, listed in ``__main__.py``
+==========================  =============================================================================================
+
+Shared pieces: ``course`` (the course and its assignments, loaded once), ``notebook`` (cell roles and the solution and
+hidden-test regions: the only parser of them), ``book`` (``_toc.yml`` and ``_config.yml``), ``planting`` (planted
+submissions), ``leaks`` (the leak guard), ``logs``.
 """
+import os
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
+PREFLIGHT = "preflight"            # pre-flight's folder in the course root: preflight/submitted/ is the checked copy
+GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py
 
 # Never copied when a test, benchmark or report works on a copy of the course: environments, build output,
 # student data, VCS metadata, the grading secret.
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
-    "submitted", "feedback", "preflight", "gradebook.db", "gradebook.db-journal", "test-artifacts", "results",
+    "submitted", "feedback", PREFLIGHT, "gradebook.db", "gradebook.db-journal", "test-artifacts", "results",
     ".grading-secret", "*.egg-info",
 )
 
 
 class CourseKitError(Exception):
     """A problem the course tooling reports to the user (one line or a short list); ``main()`` turns it into exit 1."""
+
+
+def venv_env(env: dict | None = None, **extra: str) -> dict[str, str]:
+    """``env`` (default: this process's) with this environment's ``bin/`` first on PATH, as ``. .venv/bin/activate``
+    does: nbgrader runs ``alembic`` from PATH when it creates a gradebook."""
+    env = dict(os.environ if env is None else env)
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in env.get("PATH", "").split(os.pathsep):
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    return {**env, **extra}
 
 
 def copy_course(dest: Path, root: Path = ROOT) -> Path:

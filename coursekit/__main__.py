@@ -1,17 +1,22 @@
-"""``python -m coursekit <command> [args]``: the course's thin command-line tools."""
+"""``python -m coursekit <command> [args]``: the course's thin command-line tools (one module each in commands/)."""
 import importlib
 import sys
 
 COMMANDS = {
-    "export": ("coursekit.export", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
-    "cohort": ("coursekit.cohort", "write the homework's demo cohort into submitted/ (for a trial autograde)"),
-    "leaks": ("coursekit.leaks", "check published paths for solution/hidden-test lines and student data"),
-    "publish": ("coursekit.publish", "build the public site and student tree into _build/publish (leak-checked)"),
-    "preview": ("coursekit.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
-    "grade": ("coursekit.grade", "pre-flight, then autograde a cohort with N parallel workers"),
-    "preflight": ("coursekit.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
-    "hub": ("coursekit.hub", "as root: the course hosted on JupyterHub with real accounts (up, down, status)"),
-    "sandbox": ("coursekit.sandbox.__main__", "show what the grading sandbox finds here; --delegate USER (root)"),
+    "grade": ("coursekit.commands.grade", "pre-flight, then autograde with N parallel workers (or --queue, --watch)"),
+    "worker": ("coursekit.commands.worker", "take grading jobs from the queue (any host) until stopped"),
+    "status": ("coursekit.commands.status", "the grading queue: done/running/queued/failed per student, ETA (--json)"),
+    "cancel": ("coursekit.commands.cancel", "take queued grading jobs back out of the queue"),
+    "preflight": ("coursekit.commands.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
+    "cohort": ("coursekit.commands.cohort", "write (or list, or remove) each assignment's demo cohort in submitted/"),
+    "report": ("coursekit.commands.report", "regenerate the grading report's tables from real autograde runs"),
+    "sandbox": ("coursekit.commands.sandbox", "show what the grading sandbox finds here; --delegate USER (root)"),
+    "publish": ("coursekit.commands.publish", "build the public site and student tree into _build/publish (leak-checked)"),
+    "leaks": ("coursekit.commands.leaks", "check published paths for solution/hidden-test lines and student data"),
+    "preview": ("coursekit.commands.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
+    "library": ("coursekit.commands.library", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
+    "book": ("coursekit.book", "print the book's execution time limit or its chapters (for the Makefile)"),
+    "hub": ("coursekit.commands.hub", "as root: the course hosted on JupyterHub with real accounts (up, down, status)"),
 }
 
 

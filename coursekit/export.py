@@ -1,74 +1,97 @@
-"""Export the chapters' ``# @save`` cells into ``book/course_lib.py``.
+"""Grades out: ``nbgrader export`` plugins (``c.ExportApp.plugin_class`` in ``nbgrader_config.py``).
 
-A concept's code is shown once, in the chapter that teaches it, in a code cell whose first line is
-``# @save``. Later chapters import it (``from course_lib import make_sample``) instead of repeating it.
-``book/course_lib.py`` is generated from the chapters in ``_toc.yml`` order; ``tests/test_export.py`` fails
-if the committed file is stale. Regenerate with ``python -m coursekit export``.
+``CheckedCsvExport``       nbgrader's CSV, after a warning naming every written answer not graded yet (it would count
+                           as 0): the default.
+``CanvasCsvExport``        ``nbgrader export --exporter=coursekit.export.CanvasCsvExport --to canvas.csv``: Canvas's
+                           gradebook import (Grades → Import).
+``MoodleWorksheetExport``  ``--exporter=coursekit.export.MoodleWorksheetExport``: Moodle's offline grading worksheet.
+Both platform files use the student ids ``nbgrader zip_collect`` took from the platform (``coursekit.collect``).
 """
 from __future__ import annotations
 
-import re
-import sys
-from pathlib import Path
+import csv
 
-import yaml
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins import CsvExportPlugin
+from traitlets import Unicode
 
-from . import ROOT
-
-MARK = "# @save"
-HEADER = '''"""Code exported from the chapters' `# @save` cells. Generated: do not edit by hand.
-
-Regenerate with `python -m coursekit export`; each block names the chapter that teaches it.
-"""
-import os
-
-# Idle OpenMP threads sleep instead of spinning, which avoids a large slowdown on a busy or 1-core machine. The
-# OpenMP runtime reads this once, when torch is first imported: hence here, before any block below imports torch,
-# and chapters import course_lib before torch.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-'''
-CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+from .feedback import describe, ungraded
 
 
-def chapter_files(root: Path = ROOT) -> list[Path]:
-    """Chapter sources in table-of-contents order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = []
-    for part in toc.get("parts", []):
-        for entry in part.get("chapters", []):
-            files.append(root / (entry["file"] + ".md"))
-    return [f for f in files if f.exists()]
+class CheckedCsvExport(CsvExportPlugin):
+    """nbgrader's CSV export, after a warning naming every answer still waiting for a grader."""
+
+    def warn_ungraded(self, gradebook: Gradebook) -> None:
+        waiting = [w for a in gradebook.assignments if not self.assignment or a.name in self.assignment
+                   for w in ungraded(gradebook, a.name, [str(s) for s in self.student] or None)]
+        if waiting:
+            self.log.warning("%d answer(s) not graded yet count as 0 in this export: %s. Grade them in the "
+                             "formgrader, then export again.", len(waiting), describe(waiting))
+
+    def export(self, gradebook: Gradebook) -> None:
+        self.warn_ungraded(gradebook)
+        super().export(gradebook)
 
 
-def saved_cells(path: Path) -> list[str]:
-    """Bodies of the ``# @save`` code cells of one MyST chapter (cell options stripped)."""
-    blocks = []
-    for match in CELL.finditer(path.read_text(encoding="utf-8")):
-        lines = match.group(1).splitlines()
-        while lines and lines[0].startswith(":"):  # ":tags: [...]" style options
-            lines.pop(0)
-        if lines and lines[0].strip() == MARK:
-            blocks.append("\n".join(lines[1:]).strip() + "\n")
-    return blocks
+class _PlatformExport(CheckedCsvExport):
+    """Rows of (student, score, max score) for one assignment, written by a subclass in the platform's format."""
+
+    assignment_name = Unicode("", help="The assignment to export (default: the only one in the gradebook).").tag(
+        config=True)
+
+    def rows(self, gradebook: Gradebook):
+        names = [a.name for a in gradebook.assignments]
+        wanted = self.assignment_name or (self.assignment[0] if self.assignment else "")
+        if not wanted and len(names) == 1:
+            wanted = names[0]
+        if wanted not in names:
+            raise ValueError(f"export: choose one assignment of {names} (--assignment=<name>)")
+        assignment = gradebook.find_assignment(wanted)
+        for student in gradebook.students:
+            if self.student and student.id not in self.student:
+                continue
+            try:
+                submission = gradebook.find_submission(wanted, student.id)
+                score = submission.score - (submission.late_submission_penalty or 0)
+            except MissingEntry:
+                score = 0.0
+            yield assignment, student, score
+
+    def export(self, gradebook: Gradebook) -> None:
+        self.warn_ungraded(gradebook)
+        dest = self.to or self.default_name
+        with open(dest, "w", newline="", encoding="utf-8") as f:
+            self.write(csv.writer(f), gradebook)
+        self.log.info("Exported grades for %s to %s", self.platform, dest)
 
 
-def render(root: Path = ROOT) -> str:
-    parts = [HEADER]
-    for chapter in chapter_files(root):
-        for block in saved_cells(chapter):
-            parts.append(f"\n\n# --- from {chapter.relative_to(root)} ---\n{block}")
-    return "".join(parts)
+class CanvasCsvExport(_PlatformExport):
+    """Canvas gradebook import CSV: Student, ID, SIS User ID, SIS Login ID, Section, then one assignment column."""
+
+    platform, default_name = "Canvas", "canvas_grades.csv"
+    column = Unicode("", help="Canvas's column for the assignment, e.g. 'Transformers (12345)' as in a gradebook "
+                              "export (default: the nbgrader assignment name: Canvas creates that column).").tag(
+        config=True)
+
+    def write(self, out, gradebook: Gradebook) -> None:
+        rows = list(self.rows(gradebook))
+        column = self.column or (rows[0][0].name if rows else "assignment")
+        out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
+        if rows:
+            out.writerow(["Points Possible", "", "", "", "", f"{rows[0][0].max_score:g}"])
+        for _, student, score in rows:
+            name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
+            out.writerow([name, student.id, "", "", "", f"{score:g}"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    target = ROOT / "book" / "course_lib.py"
-    text = render()
-    if argv and argv[0] == "--check":
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            print(f"{target.relative_to(ROOT)} is stale: run `python -m coursekit export`", file=sys.stderr)
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    print(f"wrote {target.relative_to(ROOT)}")
-    return 0
+class MoodleWorksheetExport(_PlatformExport):
+    """Moodle's offline grading worksheet (Assignment → Upload grading worksheet), matched on "Participant <id>"."""
+
+    platform, default_name = "Moodle", "moodle_grades.csv"
+
+    def write(self, out, gradebook: Gradebook) -> None:
+        out.writerow(["Identifier", "Full name", "Email address", "Grade", "Maximum Grade", "Grade can be changed"])
+        for assignment, student, score in self.rows(gradebook):
+            name = " ".join(n for n in (student.first_name, student.last_name) if n) or student.id
+            out.writerow([f"Participant {student.id}", name, student.email or "", f"{score:.2f}",
+                          f"{assignment.max_score:.2f}", "Yes"])

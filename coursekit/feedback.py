@@ -5,7 +5,10 @@ kernel wrote the outputs of every cell but the test cells. Both are untrusted fo
 shows the hidden test code (jupyter/nbgrader#1363), and whatever a submission's code printed is the submission's
 choice. So::
 
-    GetGrades → TrustedOutputs → ClearHiddenTests → CSSHTMLHeaderPreprocessor
+    RemoveGradersOnly → GetGrades → WarnUngraded → TrustedOutputs → ClearHiddenTests → CSSHTMLHeaderPreprocessor
+
+``RemoveGradersOnly`` drops the cells with the graders' model answers (``coursekit.autograde.model_answers``);
+``WarnUngraded`` warns, by student and cell, about written answers no grader has scored yet (they show as 0).
 
 ``TrustedOutputs`` replaces every code cell's outputs by what the checker vouched for (``coursekit.checker``, in
 ``metadata["coursekit"]["check"]`` of each test cell, written during autograde by the grading process only): for a
@@ -23,8 +26,12 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Integer, Unicode
 
-from .grading import CoursePreprocessor, printable
-from .regions import MIN_CHARS, delimiters, normalise, region_lines
+from nbgrader.api import Gradebook
+
+from .autograde.model_answers import is_graders_only
+from .autograde.outputs import CoursePreprocessor
+from .logs import printable
+from .notebook import MIN_CHARS, delimiters, normalise, region_lines
 
 NAME = re.compile(r"[A-Za-z_]\w{0,60}")
 
@@ -39,7 +46,7 @@ class TrustedOutputs(CoursePreprocessor):
     def preprocess(self, nb, resources):
         begin, end = delimiters(self.config)["hidden"]
         self._hidden = {normalise(line) for cell in nb.cells for number, line in enumerate(cell.source.split("\n"))
-                        if number in region_lines(cell.source, begin, end)} - {""}
+                        if number in region_lines(cell.source, (begin, end))} - {""}
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
@@ -49,7 +56,7 @@ class TrustedOutputs(CoursePreprocessor):
         cell.outputs = []
         if is_grade(cell) and not is_solution(cell):
             begin, end = delimiters(self.config)["hidden"]
-            hidden = region_lines(cell.source, begin, end)
+            hidden = region_lines(cell.source, (begin, end))
             if isinstance(check, dict) and check.get("passed") is False:
                 cell.outputs = [self._summary(check)]
             if hidden:  # the note sits where the hidden region was; stock ClearHiddenTests then removes the region
@@ -74,3 +81,45 @@ class TrustedOutputs(CoursePreprocessor):
         if any(len(line) >= MIN_CHARS and line in flat for line in self._hidden):
             return "(message withheld: it quoted the hidden tests)"
         return message if len(message) <= self.max_message else message[:self.max_message] + " …"
+
+
+def ungraded(gradebook: Gradebook, assignment: str, students: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """(student, notebook, grade_id) of every grade of ``assignment`` that still needs a grader."""
+    found = []
+    for submission in gradebook.assignment_submissions(assignment):
+        if students and submission.student.id not in students:
+            continue
+        for notebook in submission.notebooks:
+            found += [(submission.student.id, notebook.name, grade.name) for grade in notebook.grades
+                      if grade.needs_manual_grade]
+    return sorted(found)
+
+
+def describe(waiting: list[tuple[str, str, str]]) -> str:
+    by_student: dict[str, list[str]] = {}
+    for student, _, grade_id in waiting:
+        by_student.setdefault(student, []).append(grade_id)
+    return "; ".join(f"{student}: {', '.join(ids)}" for student, ids in by_student.items())
+
+
+class RemoveGradersOnly(CoursePreprocessor):
+    """Drop the cells ModelAnswers inserted (feedback)."""
+
+    def preprocess(self, nb, resources):
+        nb.cells = [cell for cell in nb.cells if not is_graders_only(cell)]
+        return nb, resources
+
+
+class WarnUngraded(CoursePreprocessor):
+    """Warn, while writing a student's feedback, about their answers no grader has scored yet (they show as 0)."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            waiting = [w for w in ungraded(gb, info["assignment"], [info["student"]]) if w[1] == info["notebook"]]
+        if waiting:
+            self.log.warning("feedback for %s shows 0 for answers not graded yet (formgrader): %s",
+                             info["student"], ", ".join(w[2] for w in waiting))
+        return nb, resources
+
+

@@ -1,7 +1,7 @@
 """Leak guard: nothing of the solutions or hidden tests may reach the published site or student tree.
 
-``python -m coursekit leaks PATH [PATH ...]`` takes every solution region and hidden-test region of the course's
-source notebooks (found as nbgrader finds them, with its configured delimiters: ``coursekit.regions``), and reports
+``python -m coursekit leaks PATH [PATH ...]`` (``commands/leaks.py``) takes every solution region and hidden-test region of the course's
+source notebooks (found as nbgrader finds them, with its configured delimiters: ``coursekit.notebook``), and reports
 every published file that contains one of their non-trivial lines (whitespace-normalised). It also reports student
 data: a gradebook, the course's submitted/autograded/feedback folders, graded notebooks, and student ids known to the
 course. Exit status 1 on any finding.
@@ -11,11 +11,11 @@ from __future__ import annotations
 import html
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import CourseKitError, regions
+from . import PREFLIGHT, CourseKitError
+from .notebook import nbgrader_meta, normalise, secret_lines, source_of
 from .course import STEPS, Course
 
 TEXT_SUFFIXES = {".html", ".htm", ".js", ".json", ".md", ".ipynb", ".py", ".txt", ".yml", ".yaml", ".csv", ".xml",
@@ -41,18 +41,18 @@ def _cells(path: Path) -> list[dict]:
 
 def public_text(paths: list[Path]) -> str:
     """The normalised text of the release notebooks' cells, one line per source line."""
-    return "\n".join(regions.normalise(line) for path in paths for cell in _cells(path)
-                     for line in regions.source_of(cell).split("\n"))
+    return "\n".join(normalise(line) for path in paths for cell in _cells(path)
+                     for line in source_of(cell).split("\n"))
 
 
 def course_secrets(course: Course) -> set[str]:
     """Every non-trivial line of the course's solution and hidden-test regions that the release does not show."""
     release = sorted(course.folder("release").rglob("*.ipynb"))
     public = public_text(release)
-    marks = regions.delimiters(course.config)
+    marks = course.marks
     return {line for notebook in sorted(course.folder("source").rglob("*.ipynb"))
             if ".ipynb_checkpoints" not in notebook.parts
-            for line in regions.secret_lines(_cells(notebook), marks, public)}
+            for line in secret_lines(_cells(notebook), marks, public)}
 
 
 def known_student_ids(course: Course) -> set[str]:
@@ -70,7 +70,7 @@ def known_student_ids(course: Course) -> set[str]:
 def student_folders(course: Course) -> set[str]:
     """Folder names that only ever hold private course data (source, submissions, grades, feedback)."""
     return {getattr(course.coursedir, f"{step}_directory").split("/")[0] for step in STEPS if step != "release"} | {
-        "preflight"}
+        PREFLIGHT}
 
 
 def file_lines(path: Path) -> list[str]:
@@ -79,14 +79,14 @@ def file_lines(path: Path) -> list[str]:
     if path.suffix == ".ipynb":
         try:
             nb = json.loads(text)
-            text = "\n".join(regions.source_of(c) for c in nb.get("cells", [])) + "\n" + text
+            text = "\n".join(source_of(c) for c in nb.get("cells", [])) + "\n" + text
         except ValueError:
             pass
     elif path.suffix in {".html", ".htm"}:
         text = html.unescape(re.sub(r"<[^>]+>", "", text))
     elif path.suffix in {".js", ".json"}:
         text = text.replace("\\n", "\n").replace('\\"', '"')
-    return [regions.normalise(line) for line in text.splitlines()]
+    return [normalise(line) for line in text.splitlines()]
 
 
 def is_graded_notebook(path: Path) -> bool:
@@ -96,15 +96,15 @@ def is_graded_notebook(path: Path) -> bool:
     except ValueError:
         return False
     for cell in nb.get("cells", []):
-        meta = regions.nbgrader_meta(cell)
+        meta = nbgrader_meta(cell)
         if "score" in meta or "checksum" in meta and cell.get("outputs") and meta.get("grade"):
             return True
     return False
 
 
 def has_model_answers(path: Path) -> bool:
-    """A notebook carrying the graders' model-answer cells (coursekit.graders), whatever its other content."""
-    from .graders import is_graders_only
+    """A notebook carrying the graders' model-answer cells (coursekit.autograde.model_answers), whatever its other content."""
+    from .autograde.model_answers import is_graders_only
 
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
@@ -131,7 +131,7 @@ def scan(paths: list[Path], secrets: set[str], student_ids: set[str], private: s
         if path.suffix == ".ipynb" and is_graded_notebook(path):
             findings.append(Finding(path, "an autograded/graded notebook (nbgrader scores)"))
         if path.suffix == ".ipynb" and has_model_answers(path):
-            findings.append(Finding(path, "graders' model answers (coursekit.graders cells)"))
+            findings.append(Finding(path, "graders' model answers (coursekit.autograde.model_answers cells)"))
         lines = file_lines(path)
         joined = "\n".join(lines)
         hits = sorted({line for line in lines if line in secrets})
@@ -149,15 +149,3 @@ def check(paths: list[Path], course: Course) -> list[Finding]:
     if not secrets:
         raise CourseKitError(f"no solution or hidden-test lines found in {course.folder('source')}: refusing to vouch")
     return scan(paths, secrets, known_student_ids(course), student_folders(course))
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        print("usage: python -m coursekit leaks PATH [PATH ...]", file=sys.stderr)
-        return 2
-    findings = check([Path(p) for p in argv], Course.load(Path.cwd()))
-    for finding in findings:
-        print(f"LEAK {finding}", file=sys.stderr)
-    print(f"leak guard: {', '.join(argv)}: {len(findings)} finding(s)")
-    return 1 if findings else 0

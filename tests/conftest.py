@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -9,20 +10,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
-from coursekit import ROOT, copy_course  # noqa: F401  (re-exported for the tests)
+from coursekit import ROOT, copy_course, venv_env  # noqa: F401  (re-exported for the tests)
+from coursekit.course import Course
 
 BIN = Path(sys.executable).parent
 # This environment's programs first on PATH, as `. .venv/bin/activate` puts them (nbgrader runs `alembic` from PATH when
 # it creates a gradebook, in this process too).
-os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-ASSIGNMENT = "transformers"
+os.environ.update(venv_env())
+COURSE = Course.load(ROOT)
+ASSIGNMENTS = COURSE.assignment_names()  # tests of generic behaviour run for each of them
+ASSIGNMENT = "transformers"              # the homework the hostile cohort and the browser tests use
 BROKEN = "demo_unreadable_file"
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
     """Run a command, returning CompletedProcess; on failure show its output in the assertion."""
-    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
+    full_env = venv_env(**(env or {}))
     proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=full_env)
     if check:
@@ -65,14 +70,34 @@ def course_dir(tmp_path: Path) -> Path:
     return copy_course(tmp_path / "course")
 
 
+@pytest.fixture(params=ASSIGNMENTS)
+def assignment(request):
+    """Each assignment of the course (the repository's, read-only)."""
+    return COURSE.assignment(request.param)
+
+
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> dict:
-    """Build the book once per session in a temporary copy with ``-n -W --keep-going``.
+def built_site(tmp_path_factory, worker_id) -> dict:
+    """Build the book once per test run in a temporary copy with ``-n -W --keep-going`` (read-only to the tests).
 
     Returns {"root": course copy, "html": _build/html, "log": build output}. The build must succeed with zero
-    warnings; every test that reads the HTML depends on that.
+    warnings; every test that reads the HTML depends on that. Under pytest-xdist the workers share one build (the
+    first to ask builds it under a lock in the run's common temporary folder, the others wait for it).
     """
-    course = link_node_modules(copy_course(tmp_path_factory.mktemp("site") / "course"))
+    if worker_id == "master":
+        return _build_site(tmp_path_factory.mktemp("site"))
+    shared = tmp_path_factory.getbasetemp().parent  # common to this run's workers
+    with FileLock(str(shared / "site.lock")):
+        record = shared / "site.json"
+        if not record.exists():
+            site = _build_site(shared / "site")
+            record.write_text(json.dumps({k: str(v) for k, v in site.items()}))
+        site = json.loads(record.read_text())
+    return {**site, "root": Path(site["root"]), "html": Path(site["html"])}
+
+
+def _build_site(folder: Path) -> dict:
+    course = link_node_modules(copy_course(folder / "course"))
     # As `make book` does it: the notebooks run in parallel into the jupyter-cache, then the stock build renders.
     cache = run(["make", "--no-print-directory", "cache", f"BIN={BIN}"], cwd=course, check=False, timeout=1500)
     assert cache.returncode == 0, f"make cache failed\n{(cache.stdout + cache.stderr)[-8000:]}"
@@ -83,67 +108,12 @@ def built_site(tmp_path_factory) -> dict:
     return {"root": course, "html": course / "_build" / "html", "log": log, "cache_log": cache.stdout + cache.stderr}
 
 
-# --------------------------------------------------------------------------- a demo cohort, graded the stock way
-@pytest.fixture(scope="session")
-def course_snapshot(tmp_path_factory) -> Path:
-    """One copy of the course per session, so every run of a comparison grades the very same files."""
-    return copy_course(tmp_path_factory.mktemp("snapshot") / "course")
-
-
-def prepare_course(snapshot: Path, dest: Path, db_url: str | None = None) -> Path:
-    """A course copy with the assignment in the gradebook and the demo cohort (+ a broken file) submitted."""
-    from coursekit.cohort import Submission, demo_cohort
-
-    course = dest / "course"
-    shutil.copytree(snapshot, course, symlinks=True)
-    db = [f"--db={db_url}"] if db_url else []
-    run([BIN / "nbgrader", "generate_assignment", ASSIGNMENT, "--force", *db], cwd=course)
-    for sub in demo_cohort(course) + [Submission(BROKEN, "not a notebook", raw=b"{ this is not json")]:
-        sub.write(course)
-    return course
-
-
-def export(course: Path, db_url: str | None = None) -> list[str]:
-    """`nbgrader export` as lines: the header first, then the rows sorted (nbgrader orders students by name,
-    and the demo students have none, so row order is the database's)."""
-    db = [f"--db={db_url}"] if db_url else []
-    out = course / "export.csv"
-    run([BIN / "nbgrader", "export", "--to", out, *db], cwd=course)
-    header, *rows = out.read_text().splitlines()
-    return [header] + sorted(rows)
-
-
-def cell_scores(course: Path, db_url: str | None = None) -> dict[tuple[str, str], float]:
-    """{(student, grade id): score} of every submission in the gradebook, through nbgrader's API."""
-    from coursekit.course import Course
-
-    found = {}
-    with Course.load(course, **({"db_url": db_url} if db_url else {})).gradebook() as gb:
-        for sub in gb.assignment_submissions(ASSIGNMENT):
-            for nb in sub.notebooks:
-                for grade in nb.grades:
-                    found[(sub.student.id, grade.name)] = grade.score
-    return found
-
-
-@pytest.fixture(scope="session")
-def demo_reference(course_snapshot, tmp_path_factory) -> dict:
-    """The demo cohort checked by pre-flight and graded by the stock sequential `nbgrader autograde`."""
-    course = prepare_course(course_snapshot, tmp_path_factory.mktemp("sequential"))
-    run([sys.executable, "-m", "coursekit", "preflight", ASSIGNMENT], cwd=course, check=False)
-    run([BIN / "nbgrader", "autograde", ASSIGNMENT, "--CourseDirectory.submitted_directory=preflight/submitted"],
-        cwd=course)
-    reference = {"csv": export(course), "cells": cell_scores(course), "course": course}
-    assert len(reference["csv"]) >= 12, reference["csv"]
-    return reference
-
-
 # --------------------------------------------------------------------------------- scheduling on xdist workers
 # `make test` runs two pytest-xdist workers that take whole test modules (--dist loadfile) in the order collected.
 # The longest modules go first (longest-processing-time-first scheduling), so no worker starts a ten-minute module
 # near the end while the other idles. The rest keep their order.
-FIRST = ["test_hostile_cohort.py", "test_grading_catalog.py", "test_site_browser.py", "test_parallel_autograde.py",
-         "test_homework_pipeline.py", "test_binder.py", "test_postgres.py", "test_publish.py"]
+FIRST = ["test_hostile_cohort.py", "test_pipeline.py", "test_queue.py", "test_grading_catalog.py", "test_site_browser.py",
+         "test_binder.py", "test_publish.py", "test_build.py", "test_homework_salts.py"]
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -23,19 +23,18 @@ from pathlib import Path
 
 import jupytext
 import pytest
-import yaml
 
 from browser_util import (RUN_FINISHED, RUN_TIMEOUT_MS, UI_TIMEOUT_MS, Lab, RequestRecorder, artifacts_dir, awaiting,
                           chromium, click_menu, jupyter_env, notebook_state, open_document, open_notebook,
                           require_browser_tools, wait_for_notebook, wait_until)
 from conftest import copy_course
+from coursekit import book
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-CHAPTERS = [ch["file"] for part in TOC["parts"] if part.get("numbered") for ch in part["chapters"]]
+CHAPTERS = book.chapters(ROOT)
 
 
 def _run_postbuild(course: Path, env: dict) -> dict:
@@ -67,6 +66,17 @@ def binder(tmp_path_factory):
 
 def _run_all(page) -> None:
     click_menu(page, "Run", page.locator(".lm-Menu-item[data-command='runmenu:run-all']:not(.lm-mod-disabled)"))
+
+
+def _open_and_run_all(binder, chapter: str, what: str):
+    """Open ``chapter``'s Markdown source as a notebook and start Run All; the page, its source and the screenshot
+    to take if a wait times out."""
+    source = f"{chapter}.md"
+    code_cells = sum(cell.cell_type == "code" for cell in jupytext.read(binder["course"] / source).cells)
+    shot = binder["shots"] / f"{Path(chapter).name}-{what}-timeout.png"
+    page, _ = open_notebook(binder["context"], binder["lab"], f"lab/tree/{source}", code_cells, shot=shot)
+    _run_all(page)
+    return page, source, shot
 
 
 # The rendered markdown of the current notebook, as the learner sees it: jupyterlab-myst renders each markdown cell
@@ -217,12 +227,8 @@ def test_a_wrong_answer_is_told_what_is_wrong_and_the_solution_opens_on_request(
     from playwright.sync_api import expect
 
     lab = binder["lab"]
-    source = f"{chapter}.md"
-    code_cells = sum(cell.cell_type == "code" for cell in jupytext.read(binder["course"] / source).cells)
-    shot = binder["shots"] / f"{Path(chapter).name}-try-it-timeout.png"
-    page, _ = open_notebook(binder["context"], lab, f"lab/tree/{source}", code_cells, shot=shot)
+    page, source, shot = _open_and_run_all(binder, chapter, "try-it")
     try:
-        _run_all(page)
         wait_for_notebook(page, f"{RUN_FINISHED} && s.prompts.every(p => /^\\[\\d+\\]:$/.test(p))",
                           f"Run All of {source} to finish", timeout=RUN_TIMEOUT_MS, shot=shot)
         # The try-it cell is found once, by its placeholder, and then by its place: its text changes as we type.
@@ -269,12 +275,8 @@ def test_widget_slider_changes_its_output(binder, chapter):
     from playwright.sync_api import expect
 
     lab = binder["lab"]
-    source = f"{chapter}.md"
-    code_cells = sum(cell.cell_type == "code" for cell in jupytext.read(binder["course"] / source).cells)
-    timeout_shot = binder["shots"] / f"{Path(chapter).name}-widget-timeout.png"
-    page, _ = open_notebook(binder["context"], lab, f"lab/tree/{source}", code_cells, shot=timeout_shot)
+    page, source, timeout_shot = _open_and_run_all(binder, chapter, "widget")
     try:
-        _run_all(page)
         cell = page.locator(".jp-CodeCell", has=page.locator(".widget-slider")).first
         output = cell.locator(".widget-output").first
         readout = cell.locator(".widget-readout").first

@@ -9,12 +9,13 @@ import yaml
 from bs4 import BeautifulSoup
 
 from conftest import BIN, ROOT, link_node_modules, run
+from coursekit import book
 
 pytestmark = pytest.mark.slow
 
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" for c in part["chapters"]]
-PAGES = [TOC["root"]] + [c["file"] for part in TOC["parts"] for c in part["chapters"]]
+TOC = book.toc(ROOT)
+CHAPTERS = book.chapters(ROOT)
+PAGES = book.pages(ROOT)
 
 
 def soup(built_site, page: str) -> BeautifulSoup:

@@ -8,13 +8,12 @@ import shutil
 import jupytext
 import nbformat
 import pytest
-import yaml
 from nbclient import NotebookClient
 
 from conftest import ROOT, load_course_lib
+from coursekit import book
 
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-CHAPTERS = [c["file"] for part in TOC["parts"] if part["caption"] == "Chapters" for c in part["chapters"]]
+CHAPTERS = book.chapters(ROOT)
 
 
 def code_cells(chapter: str) -> list:

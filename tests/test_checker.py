@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-import os
 import secrets
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ from conftest import ROOT
 from coursekit.checker import messages, wire
 from coursekit.checker.runner import free_names, salt
 from coursekit.feedback import TrustedOutputs
-from coursekit.grading import GradingExecute
+from coursekit.autograde.execute import GradingExecute
 
 
 # ----------------------------------------------------------------------------------------------------- the wire
@@ -295,7 +294,7 @@ def test_a_students_function_that_hangs_is_stopped_at_the_cell_limit(config, tmp
 def test_feedback_shows_the_checkers_summary_and_no_hidden_input(config, tmp_path):
     nb = autograde(config, tmp_path, "def double(x):\n    return 2 * x + (x > 3)")
     _, cell = check_of(nb)
-    hidden_values = str(cell.outputs[-1].evalue).split("should be ")[1].split(",")[0]
+    hidden_values = str(cell.outputs[-1].evalue).split("should be ")[1].split("]")[0] + "]"  # the whole list
     nb, _ = TrustedOutputs(config=config).preprocess(nb, {})
     (out,) = [o for c in nb.cells for o in c.get("outputs", [])]
     assert out.ename == "AssertionError" and "a list of 5 items" in out.evalue

@@ -15,8 +15,9 @@ import pytest
 from browser_util import (UI_TIMEOUT_MS, Lab, RequestRecorder, artifacts_dir, awaiting, chromium, jupyter_env,
                           require_browser_tools)
 from conftest import BIN, copy_course, run
-from coursekit.cohort import Submission
-from coursekit.graders import model_answers
+from coursekit.course import Course
+from coursekit.notebook import written_answers
+from coursekit.planting import Submission
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STUDENT, ANSWER = "s_ada", "handcrafted_rule"
@@ -37,7 +38,8 @@ def graded_in_browser(tmp_path_factory):
     course = copy_course(tmp / "course")
     run([BIN / "nbgrader", "generate_assignment", "transformers", "--force"], cwd=course)
     Submission(STUDENT, "a student's own words", solved="all",
-               answers={ANSWER: "Yes, pick the largest key and read its value's sign. Learning still matters."}).write(course)
+               answers={ANSWER: "Yes, pick the largest key and read its value's sign. Learning still matters."}).write(
+        Course.load(course).assignment("transformers"))
     run([BIN / "nbgrader", "autograde", "transformers"], cwd=course, timeout=900)
     shots = artifacts_dir(tmp_path_factory, "formgrader-screenshots")
     seen = {}
@@ -100,7 +102,8 @@ def grade(course):
 
 def test_the_model_answer_is_shown_below_the_students_answer(graded_in_browser):
     seen = graded_in_browser["seen"]["order"]
-    answer = model_answers(graded_in_browser["course"] / "assignments" / "transformers" / "transformers.ipynb")[ANSWER]
+    hw = Course.load(graded_in_browser["course"]).assignment("transformers")
+    answer = written_answers(hw.source, hw.marks["solution"])[ANSWER]
     assert seen["guides"] == 1 and seen["after"], seen
     assert "Point guide" in seen["text"] and " ".join(answer.split()[:10]) in " ".join(seen["text"].split())
 

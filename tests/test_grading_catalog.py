@@ -1,86 +1,94 @@
 """Wrong answers lose points on their own exercise only; correct alternatives get full points; the book says so.
 
-The catalogue of planted implementations (tests/catalog.py) is autograded in a temporary copy of the course with
-nbgrader's own autograder (`python -m coursekit grade`, parallel workers calling nbgrader's autograde), and every
-grade cell's score is read through nbgrader's Gradebook API. The table the instructors' page includes
-(book/_generated/grading_catalog.md) must be exactly what this run produces: regenerate it with
-`make report`.
+Each assignment's catalogue of planted implementations (its ``grading/planted.py``: ``catalog``) is autograded in a
+temporary copy of the course with nbgrader's own autograder (``python -m coursekit grade``, parallel workers calling
+nbgrader's autograde, every assignment in one run), and every grade cell's score is read through nbgrader's
+Gradebook API. The tables the grading report includes (``book/_generated/<id>/catalog.md``) must be exactly what this
+run produces: regenerate them with ``make report``.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
 
-from conftest import ROOT, copy_course
-
-import catalog
-import grading_runs
-import grading_tables
-from coursekit import cohort
+from conftest import ASSIGNMENTS, COURSE, ROOT, copy_course, run
+from coursekit import book
+from coursekit.commands import report
+from coursekit.course import Course
 
 pytestmark = pytest.mark.slow
+CATALOGUED = [n for n in ASSIGNMENTS if hasattr(COURSE.assignment(n).planted, "catalog")]
 
 
 @pytest.fixture(scope="module")
 def catalog_run(tmp_path_factory):
-    course = copy_course(tmp_path_factory.mktemp("catalog") / "course")
-    grading_runs.prepare(course)
-    submissions = catalog.wrong_submissions(course) + catalog.right_submissions(course)
+    course = Course.load(copy_course(tmp_path_factory.mktemp("catalog") / "course"))
+    submissions = {}
+    for name in CATALOGUED:
+        hw = course.assignment(name)
+        report.prepare(hw)
+        wrong, right = hw.planted.catalog(hw)
+        submissions[name] = wrong + right
+        for sub in wrong + right:
+            sub.write(hw)
     start = time.perf_counter()
-    run = grading_runs.grade_catalog(course, submissions)
-    rows = grading_tables.catalog_rows(run["scores"], course)
-    print(f"\ncatalog: {len(submissions)} submissions autograded in {time.perf_counter() - start:.0f} s")
-    return {"course": course, "run": run, "rows": {r["student"]: r for r in rows}, "rows_list": rows}
+    proc = run([sys.executable, "-m", "coursekit", "grade", *CATALOGUED, "--no-progress", "--force"],
+               cwd=course.root, check=False, timeout=3600)
+    seconds = time.perf_counter() - start
+    out = {"proc": proc, "scores": {}, "rows": {}}
+    for name in CATALOGUED:
+        hw = course.assignment(name)
+        out["scores"][name] = report.cell_scores(hw, [s.student for s in submissions[name]])
+        out["rows"][name] = report.catalog_rows(hw, out["scores"][name])
+    print(f"\ncatalog: {sum(map(len, submissions.values()))} submissions autograded in {seconds:.0f} s")
+    return out
 
 
 def test_catalog_is_large_and_covers_every_autograded_exercise():
-    wrong, right = catalog.WRONG, catalog.RIGHT
-    assert len(wrong) >= 25 and len(right) >= 8
-    functions = set(cohort.function_cells(cohort.read(cohort.source_path(ROOT))))
-    assert {p.function for p in wrong} == functions == set(catalog.EXERCISES)
-    assert {p.function for p in right} == functions
-    assert len({p.key for p in wrong + right}) == len(wrong + right), "student ids must be unique"
-    # A "correct alternative" that is just the source's solution would prove nothing.
-    reference = {f: " ".join(b.split()) for f, b in catalog.reference_bodies(ROOT).items()}
-    for plant in right:
-        assert " ".join(plant.code.split()) != reference[plant.function], plant.key
+    assert CATALOGUED, "at least one assignment has a catalogue"
+    for name in CATALOGUED:
+        hw = COURSE.assignment(name)
+        wrong, right = hw.planted.catalog(hw)
+        assert len(wrong) >= 3 * len(hw.functions) and len(right) >= len(hw.functions), name
+        assert {next(iter(s.bodies)) for s in wrong} == set(hw.functions) == set(hw.planted.EXERCISES)
+        assert {next(iter(s.bodies)) for s in right} == set(hw.functions)
+        assert len({s.student for s in wrong + right}) == len(wrong + right), "student ids must be unique"
+        # A "correct alternative" that is just the source's solution would prove nothing.
+        for sub in right:
+            ((function, code),) = sub.bodies.items()
+            assert " ".join(code.split()) != " ".join(hw.body(function).split()), sub.student
 
 
 def test_grading_run_succeeded_for_every_submission(catalog_run):
-    proc = catalog_run["run"]["proc"]
+    proc = catalog_run["proc"]
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    missing = [s for s, v in catalog_run["run"]["scores"].items() if v is None]
-    assert not missing, f"no grades in the gradebook for {missing}"
+    for name, scores in catalog_run["scores"].items():
+        missing = [s for s, v in scores.items() if v is None]
+        assert not missing, f"{name}: no grades in the gradebook for {missing}"
 
 
-def test_every_wrong_answer_loses_points_on_its_own_exercise_only(catalog_run):
-    cells = cohort.autograded_cells(cohort.read(cohort.source_path(ROOT)))
-    for sub in catalog.wrong_submissions(ROOT):
-        row = catalog_run["rows"][sub.student]
-        scores = catalog_run["run"]["scores"][sub.student]
-        lost = {g for g, points in cells.items() if scores[g] < points}
-        own = cohort.cells_of(catalog.plants()[sub.student].function, ROOT)
-        assert lost, f"{sub.student} ({sub.note}) was not caught: full points"
-        assert lost <= own, f"{sub.student} lost points outside its exercise: {sorted(lost - own)}"
-        assert row["ok"] and row["lost"] == sorted(lost)
+def test_every_wrong_answer_loses_points_on_its_own_exercise_only_and_every_right_one_none(catalog_run):
+    for name, rows in catalog_run["rows"].items():
+        bad = [r for r in rows if not r["ok"]]
+        assert not bad, "\n".join(f"{name} {r['student']} ({r['note']}): lost {r['lost']}, own exercise {r['own']}"
+                                  for r in bad)
 
 
-def test_every_correct_alternative_gets_full_points(catalog_run):
-    cells = cohort.autograded_cells(cohort.read(cohort.source_path(ROOT)))
-    for sub in catalog.right_submissions(ROOT):
-        scores = catalog_run["run"]["scores"][sub.student]
-        assert scores == cells, f"{sub.student} ({sub.note}) lost " + ", ".join(
-            g for g in cells if scores[g] < cells[g])
+def test_book_tables_are_what_the_autograder_does(catalog_run):
+    for name, rows in catalog_run["rows"].items():
+        hw = COURSE.assignment(name)
+        problem = report.stale(report.table(hw, "catalog"), report.catalog_markdown(rows))
+        assert problem is None, problem
 
 
-def test_book_table_is_what_the_autograder_does(catalog_run):
-    grading_tables.assert_committed(grading_tables.CATALOG_TABLE, grading_tables.catalog_markdown(catalog_run["rows_list"]))
-
-
-def test_book_page_includes_the_tables():
+def test_book_page_includes_every_table():
     page = (ROOT / "book" / "grading_report.md").read_text()
-    assert "{include} _generated/grading_catalog.md" in page
-    assert "{include} _generated/grading_hostile.md" in page
-    toc = (ROOT / "_toc.yml").read_text()
-    assert toc.index("book/instructors") < toc.index("book/grading_report")
+    for name in CATALOGUED:
+        assert f"{{include}} _generated/{name}/catalog.md" in page, name
+    for name in ASSIGNMENTS:
+        if hasattr(COURSE.assignment(name).planted, "hostile_cohort"):
+            assert f"{{include}} _generated/{name}/hostile.md" in page, name
+    pages = book.pages(ROOT)
+    assert pages.index("book/instructors") < pages.index("book/grading_report")

@@ -1,4 +1,4 @@
-"""The small autograde steps of coursekit/grading.py, on synthetic notebooks, called as nbconvert calls them."""
+"""The small autograde steps of coursekit/autograde/outputs.py, on synthetic notebooks, called as nbconvert calls them."""
 from __future__ import annotations
 
 from nbformat.v4 import new_code_cell, new_notebook, new_output
@@ -6,17 +6,17 @@ from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
 
 from conftest import ROOT
-from coursekit.grading import PassiveOutputs, TruncateOutput
+from coursekit.autograde.outputs import PassiveOutputs, TruncateOutput
 
 
 def test_the_steps_are_in_the_course_autograde_list_after_execution():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     names = list(config.Autograde.autograde_preprocessors)
-    assert names[0] == "coursekit.grading.GradingExecute"
+    assert names[0] == "coursekit.autograde.execute.GradingExecute"
     for step in (TruncateOutput, PassiveOutputs):
-        assert import_item(names[names.index(f"coursekit.grading.{step.__name__}")]) is step
-    assert names.index("coursekit.grading.TruncateOutput") > names.index("nbgrader.preprocessors.LimitOutput")
-    assert names.index("coursekit.grading.PassiveOutputs") < names.index("nbgrader.preprocessors.SaveAutoGrades")
+        assert import_item(names[names.index(f"coursekit.autograde.outputs.{step.__name__}")]) is step
+    assert names.index("coursekit.autograde.outputs.TruncateOutput") > names.index("nbgrader.preprocessors.LimitOutput")
+    assert names.index("coursekit.autograde.outputs.PassiveOutputs") < names.index("nbgrader.preprocessors.SaveAutoGrades")
 
 
 def test_long_stream_outputs_are_cut_and_say_so():
@@ -40,7 +40,7 @@ def test_only_passive_output_types_reach_the_graded_notebook():
 
 
 def test_the_grade_summary_stays_aligned_with_long_student_ids():
-    from coursekit.grade import Result, Summary, report
+    from coursekit.commands.grade import Result, Summary, report
 
     results = [Result("s1", True, 4.0, score=20.0, max_score=36.0),
                Result("a_very_long_student_identifier_from_an_lms_0001", True, 5.5, score=3.5, max_score=36.0),
@@ -50,3 +50,27 @@ def test_the_grade_summary_stays_aligned_with_long_student_ids():
     for line in table[1:]:
         assert line[status:].split()[0] in ("ok", "FAILED"), table
         assert line[:score_end].split()[-1] in ("20.00", "3.50", "-") and line[score_end] == " ", table
+
+
+def test_the_grade_summary_names_what_grading_noted_about_a_graded_submission():
+    from coursekit.commands.grade import Result, Summary, report
+
+    died = "student s2, hw.ipynb, cell 7 (check): the grading kernel died in this cell; the later cells score zero"
+    results = [Result("s1", True, 4.0, score=20.0, max_score=36.0),
+               Result("s2", True, 5.0, problems=[died], score=3.0, max_score=36.0),
+               Result("s3", False, 1.0, error="Traceback\nValueError: boom", problems=["ignored: it failed"])]
+    text = report(Summary("hw", 2, "sqlite:///gradebook.db", 10.0, results))
+    assert "grading noted 1 problem(s)" in text and f"  {died}" in text
+    assert "ignored: it failed" not in text and "FAILED s3: ValueError: boom" in text
+
+
+def test_what_grading_noted_is_the_courses_own_lines_once_each():
+    from coursekit.commands.grade import noted
+
+    log = ("[INFO] Converting notebook x\n[WARNING] Removing existing assignment: /c/autograded/s1/hw\n"
+           "[WARNING] s1: Timeout waiting for execute reply (15s).\n[WARNING] Interrupting kernel\n"
+           "[WARNING] student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)\n"
+           "[ERROR] student s1, hw.ipynb, cell 9: the submission used up its time budget\n"
+           "[WARNING] student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)\n")
+    assert noted(log) == ["student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)",
+                          "student s1, hw.ipynb, cell 9: the submission used up its time budget"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import sys
 from collections import Counter
 
 import nbformat
@@ -19,11 +18,13 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import ROOT
 
-from coursekit import cohort
 
-SOURCE = cohort.read(cohort.source_path(ROOT))
+from conftest import COURSE
+from coursekit.notebook import without_markers
+
+HW = COURSE.assignment("transformers")
+SOURCE = HW.source
 TRAINING_RUNS = (12, 30)  # the default run and the one change the model answer of Exercise 5 describes
 
 
@@ -55,7 +56,7 @@ def printed(tmp_path_factory):
     facts the notebook computes but does not print."""
     from nbclient import NotebookClient
 
-    nb = cohort.read(cohort.source_path(ROOT))
+    nb = HW.source
     runs = "\n".join(f"print_results(train_and_compare(epochs={n}))" for n in TRAINING_RUNS)
     nb.cells.append(nbformat.v4.new_code_cell(runs, id="test-training-runs"))
     nb.cells.append(nbformat.v4.new_code_cell(
@@ -264,7 +265,7 @@ def own_example_check():
     exec(source_of("cell-05"), scope)
     torch.set_num_threads(threads)  # the setup cell's setting is for the notebook, not for this test process
     solution = next(c for c in SOURCE.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention_solution")
-    exec(cohort.strip_markers(solution.source), scope)
+    exec(without_markers(solution.source, HW.marks["solution"]), scope)
     exec(source_of("own-example"), scope)
     exec(source_of("own-example-check"), scope)
     model = dict(scope)

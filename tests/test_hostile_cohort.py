@@ -1,6 +1,6 @@
 """Broken, runaway and hostile submissions, graded beside honest ones, gain nothing and cost the others nothing.
 
-One cohort (tests/catalog.py ``hostile_cohort``), in a course copy outside /tmp (as a real course is: the sandbox
+One cohort (the homework's ``hostile_cohort``), in a course copy outside /tmp (as a real course is: the sandbox
 replaces /tmp with its own), with secrets planted where an instructor keeps them — notes in the course folder, a
 token in the environment, a key in ``~/.ssh``, other students' work, the gradebook, the hidden tests — and TCP, UDP
 and Unix sockets listening on this machine:
@@ -15,13 +15,16 @@ and Unix sockets listening on this machine:
 * resources: memory in many processes, disk, a 300 MB output, a slow drip of added cells, a fork bomb, a kernel that
   stalls before its first cell, a submission folder with symbolic links and a FIFO;
 
-→ ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → the stock
-``nbgrader autograde`` on the checked copy (one batch) → ``python -m coursekit grade --force`` (two workers) →
-``nbgrader generate_feedback``. Every attack is shown to have run (its marker in the instructor's record), and each
-scores exactly what its honest twin scores (forgeries, escapes) or at most that (resources: they may cost only their
-author); honest students get exactly their expected scores; no secret and no hidden-test line reaches any output or
-feedback; the course tree is unchanged; nothing started by a submission outlives grading; no socket was reached.
-The table on the book's grading-report page is what this run produces (``make report`` regenerates it).
+→ ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → every submission
+graded on both paths: the stock ``nbgrader autograde`` on the checked copy (one batch, one process: what one
+submission does must not reach the next), then ``python -m coursekit grade --force`` (two workers at once: what one
+costs must not reach the student graded beside it) → ``nbgrader generate_feedback``. Every attack is shown to have run
+on both paths (its marker in the instructor's record), and each scores exactly what its honest twin scores (forgeries,
+escapes) or at most that (resources: they may cost only their author); honest students get exactly their expected
+scores, the same on both paths; no secret and no hidden-test line reaches any output or feedback; the course tree is
+unchanged; nothing started by a submission outlives grading; no socket was reached.
+The table on the book's grading-report page is what this run produces (``make report`` regenerates it). The cohort is
+the transformers homework's (``assignments/transformers/grading/planted.py``): the grader, not the homework, is tested.
 """
 from __future__ import annotations
 
@@ -31,12 +34,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, copy_course
-import catalog
-import grading_runs
-import grading_tables
-from coursekit import leaks, regions
-from coursekit.cohort import autograded_cells, read, release_path, source_path
+from conftest import ASSIGNMENT, COURSE, copy_course
+from coursekit import leaks
+from coursekit.commands import report
+from coursekit.course import Course
+from coursekit.notebook import secret_lines
+from coursekit.planting import Context
 
 pytestmark = pytest.mark.slow
 
@@ -45,14 +48,15 @@ pytestmark = pytest.mark.slow
 def hostile():
     base = Path(tempfile.mkdtemp(prefix="hostile-", dir="/var/tmp"))  # outside the sandbox's own /tmp
     try:
-        course = copy_course(base / "course")
-        grading_runs.prepare(course)
-        run = grading_runs.grade_hostile(course, base / "scratch")
-        rows = grading_tables.hostile_rows(run["cohort"], run["runs"][0]["scores"], run["preflight_kinds"],
-                                           run["runs"][0]["records"], course)
+        hw = Course.load(copy_course(base / "course")).assignment(ASSIGNMENT)
+        report.prepare(hw)
+        run = report.grade_hostile(hw, base / "scratch")
+        rows = report.hostile_rows_both_paths(hw, run)
+        course = hw.course.root
         print(f"\nhostile cohort: {len(run['cohort'])} submissions; autograde "
               + ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"]))
-        yield {**run, "course": course, "rows": rows, "by_student": {r["student"]: r for r in rows}}
+        print(run["runs"][1]["proc"].stdout[-5000:])  # the parallel run's summary: seconds and what it noted
+        yield {**run, "hw": hw, "course": course, "rows": rows, "by_student": {r["student"]: r for r in rows}}
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -62,7 +66,8 @@ def students(hostile, *groups) -> list[str]:
 
 
 def test_the_cohort_plants_every_attack_class_of_the_issue():
-    whats = " ".join(h.what for h in catalog.hostile_cohort(ROOT))
+    hw = COURSE.assignment(ASSIGNMENT)
+    whats = " ".join(h.what for h in hw.planted.hostile_cohort(hw, Context()))
     for words in ["run_cell", "do_execute", "post_run_cell", "AST transformer", "settrace", "setprofile",
                   "caller's frame", "Tensor subclass", "__class__", "__eq__", "exception", "symbolic links",
                   "many processes", "fills every writable folder", "floods the output", "slow drip", "fork bomb",
@@ -78,9 +83,11 @@ def test_stock_autograde_refuses_a_folder_it_would_follow_links_in(hostile):
     assert "python -m coursekit grade" in refused.stderr
 
 
-def test_the_whole_batch_is_graded_by_both_paths(hostile):
+def test_every_submission_is_graded_on_both_paths(hostile):
+    everyone = {h.submission.student for h in hostile["cohort"]}
     for run in hostile["runs"]:
         assert run["proc"].returncode == 0, run["proc"].stderr[-6000:]
+        assert set(run["scores"]) == everyone
         missing = [s for s, v in run["scores"].items() if v is None]
         assert not missing, f"not graded: {missing}"
     assert hostile["feedback"].returncode == 0, hostile["feedback"].stderr[-3000:]
@@ -93,31 +100,20 @@ def test_every_attack_ran_and_gained_nothing(hostile):
     assert all(r["ran"] for r in hostile["rows"] if r["payload"])
 
 
-def test_both_paths_give_the_same_scores(hostile):
-    first, second = (run["scores"] for run in hostile["runs"])
-    differ = {s for s in first if first[s] != second[s] and not s.startswith("resource_")}
-    assert not differ, differ
-    for student in students(hostile, "resource"):  # they may hurt only themselves, the same way on both paths
-        for run in hostile["runs"]:
-            assert grading_tables.hostile_rows([h for h in hostile["cohort"] if h.submission.student == student],
-                                               run["scores"], hostile["preflight_kinds"], run["records"],
-                                               hostile["course"])[0]["ok"], (student, run["command"])
-
-
-def test_honest_students_get_exactly_their_scores(hostile):
-    cells = autograded_cells(read(source_path(hostile["course"])))
-    for run in hostile["runs"]:
-        for h in hostile["cohort"]:
-            if h.group == "honest" and h.fails is not None:
-                expected = {g: 0.0 if g in h.fails else p for g, p in cells.items()}
-                assert run["scores"][h.submission.student] == expected, (h.submission.student, run["command"])
+def test_honest_students_get_exactly_their_scores_on_both_paths(hostile):
+    """On the stock path after a forgery, escape or broken file; on the parallel one beside a runaway or a hog."""
+    cells = hostile["hw"].autograded_cells
+    stock, parallel = (run["scores"] for run in hostile["runs"])
+    honest = [h for h in hostile["cohort"] if h.group == "honest" and h.fails is not None]
+    assert len(honest) >= 2
+    for h in honest:
+        expected = {g: 0.0 if g in h.fails else p for g, p in cells.items()}
+        assert stock[h.submission.student] == expected == parallel[h.submission.student], h.submission.student
 
 
 def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
-    course, canary = hostile["course"], hostile["canary"]
-    public = "\n".join(regions.normalise(line) for cell in read(release_path(course)).cells
-                       for line in cell.source.split("\n"))
-    hidden = regions.secret_lines(read(source_path(course)).cells, {"hidden": regions.delimiters()["hidden"]}, public)
+    course, canary, hw = hostile["course"], hostile["canary"], hostile["hw"]
+    hidden = secret_lines(hw.source.cells, {"hidden": hw.marks["hidden"]}, leaks.public_text([hw.release_path]))
     assert len(hidden) > 50
     for h in hostile["cohort"]:
         student = h.submission.student
@@ -125,7 +121,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
             continue
         pages = sorted((course / "feedback" / student / "transformers").glob("*.html"))
         plain = "\n".join(line for page in pages for line in leaks.file_lines(page))  # tags and entities removed
-        record = hostile["runs"][0]["records"][student]
+        record = "".join(run["records"][student] for run in hostile["runs"])
         for name, secret in canary.items():
             assert secret not in plain and secret not in record, (student, name)
         leaked = [line for line in hidden if line in plain]
@@ -136,7 +132,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
 
 def test_the_kernel_never_saw_a_test_cell(hostile):
     """The capture attack's hooks ran (the control) and saw the student's cells, never a test's code."""
-    record = hostile["runs"][0]["kernel"]["escape_capture_tests"]
+    record = "".join(run["kernel"]["escape_capture_tests"] for run in hostile["runs"])
     assert "NEXT CELL:" in record and "def masked_mean" in record, "the control: the hooks saw later cells"
     for marker in ("BEGIN HIDDEN TESTS", "_reference", "assert_close(_out", "torch.testing.assert_close(_weights"):
         assert marker not in record, marker
@@ -177,7 +173,7 @@ def test_instructor_gets_a_message_naming_student_and_problem(hostile):
             assert any(h.preflight in line for line in lines), (h.submission.student, h.preflight, lines)
     for student in students(hostile, "honest"):
         assert f"  {student}:" not in pre.stdout, f"pre-flight flagged the honest submission {student}"
-    log = hostile["runs"][0]["proc"].stderr
+    log = hostile["runs"][0]["proc"].stderr + hostile["runs"][1]["proc"].stdout  # nbgrader's log; the summary
     for student, words in [("runaway_kernel_exits", "kernel died"), ("runaway_infinite_loop", "time limit"),
                            ("runaway_memory_bomb", "out of memory"), ("resource_slow_drip", "time budget"),
                            ("resource_stall", "did not start"), ("resource_memory", "memory cap"),
@@ -186,4 +182,5 @@ def test_instructor_gets_a_message_naming_student_and_problem(hostile):
 
 
 def test_book_table_is_what_the_autograder_does(hostile):
-    grading_tables.assert_committed(grading_tables.HOSTILE_TABLE, grading_tables.hostile_markdown(hostile["rows"]))
+    problem = report.stale(report.table(hostile["hw"], "hostile"), report.hostile_markdown(hostile["rows"]))
+    assert problem is None, problem

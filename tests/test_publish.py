@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, ROOT, link_node_modules, run
-from coursekit import leaks, regions
+from coursekit import leaks
+from coursekit.notebook import delimiters, normalise, secret_lines
 from coursekit.course import Course
 
 pytestmark = pytest.mark.slow
@@ -31,14 +32,13 @@ def published(built_site, tmp_path_factory) -> Path:
     return out
 
 
-def test_secrets_are_extracted_from_both_region_kinds():
-    nb = json.loads(next((ROOT / "assignments").rglob("*.ipynb")).read_text())
-    sources = ["".join(c["source"]) for c in nb["cells"]]
+def test_secrets_are_extracted_from_both_region_kinds(assignment):
+    sources = [c.source for c in assignment.source.cells]
     solution_cell = next(s for s in sources if "### BEGIN SOLUTION" in s and "def " in s)
     hidden_cell = next(s for s in sources if "### BEGIN HIDDEN TESTS" in s)
-    assert any(line in regions.normalise(solution_cell) for line in SECRETS)
-    assert any(line in regions.normalise(hidden_cell) for line in SECRETS)
-    assert len(SECRETS) >= 40, f"only {len(SECRETS)} secret lines: extraction is broken"
+    assert any(line in normalise(solution_cell) for line in SECRETS)
+    assert any(line in normalise(hidden_cell) for line in SECRETS)
+    assert len(SECRETS) >= 40 * len(COURSE.assignments()), f"only {len(SECRETS)} secret lines: extraction is broken"
 
 
 def test_student_tree_has_exactly_the_public_files(published):
@@ -47,7 +47,8 @@ def test_student_tree_has_exactly_the_public_files(published):
     assert top == sorted(["README.md", "Makefile", "book", "release", "environment.yml", "postBuild",
                           "requirements.txt", "_config.yml", "_toc.yml", "package.json", "package-lock.json"]), top
     assert not (student / "book" / "instructors.md").exists() and "instructors" not in (student / "_toc.yml").read_text()
-    assert (student / "release" / "transformers" / "transformers.ipynb").exists()
+    for hw in COURSE.assignments():
+        assert (student / "release" / hw.name / hw.notebook_name).exists(), hw.name
     assert not list(student.rglob("*.db"))
     for forbidden in ("assignments", "submitted", "autograded", "feedback", "coursekit", "tests", "nbgrader_config.py"):
         assert not list(student.rglob(forbidden)), f"{forbidden} in the student tree"
@@ -88,12 +89,10 @@ def _planted(published: Path, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("where", ["site/book/02_attention.html", "site/_sources/book/02_attention.md",
                                    "site/searchindex.js", "student/book/02_attention.md"])
 @pytest.mark.parametrize("kind", ["solution", "hidden"])
-def test_guard_catches_a_planted_leak(published, tmp_path, where, kind):
-    nb = json.loads(next((ROOT / "assignments").rglob("*.ipynb")).read_text())
-    marker = "### BEGIN SOLUTION" if kind == "solution" else "### BEGIN HIDDEN TESTS"
-    cell = next("".join(c["source"]) for c in nb["cells"]
-                if marker in "".join(c["source"]) and c["cell_type"] == "code")
-    line = next(raw for raw in cell.splitlines() if regions.normalise(raw) in SECRETS)
+def test_guard_catches_a_planted_leak(published, tmp_path, where, kind, assignment):
+    marker = assignment.marks[kind][0]
+    cell = next(c.source for c in assignment.source.cells if marker in c.source and c.cell_type == "code")
+    line = next(raw for raw in cell.splitlines() if normalise(raw) in SECRETS)
     out = _planted(published, tmp_path)
     target = out / where
     text = target.read_text(encoding="utf-8")
@@ -131,13 +130,15 @@ def test_guard_catches_student_data(published, tmp_path):
 
 
 def test_guard_catches_the_graders_model_answers(published, tmp_path):
-    """The new path model answers take (coursekit.graders, inserted into autograded notebooks): caught by the cell's
-    mark, and by the answer's own lines, in a notebook and in rendered text alike."""
-    from coursekit.graders import model_answers
-
+    """The new path model answers take (coursekit.autograde.model_answers, inserted into autograded notebooks): caught
+    by the cell's mark, and by the answer's own lines, in a notebook and in rendered text alike."""
     from nbformat.v4 import new_markdown_cell, new_notebook
 
-    answers = model_answers(next((ROOT / "assignments").rglob("*.ipynb")))
+    from conftest import COURSE
+    from coursekit.notebook import written_answers
+
+    hw = COURSE.assignment("transformers")
+    answers = written_answers(hw.source, hw.marks["solution"])
     assert len(answers) >= 5
     grade_id, answer = max(answers.items(), key=lambda kv: len(kv[1]))
     out = _planted(published, tmp_path)
@@ -172,12 +173,12 @@ def test_lines_the_release_already_shows_are_not_secrets():
               "    tokenizer.train_from_iterator(corpus, trainer)\n    secret_weights = scores.softmax(dim=-1)\n"
               "    ### END SOLUTION\n"}]
     public = "4. Call `tokenizer.train_from_iterator(corpus, trainer)` and return the tokenizer."
-    assert regions.secret_lines(cells, regions.delimiters(), public) == {"secret_weights = scores.softmax(dim=-1)"}
+    assert secret_lines(cells, delimiters(), public) == {"secret_weights = scores.softmax(dim=-1)"}
 
 
 def test_regions_are_found_as_nbgrader_finds_them():
     """nbgrader matches its delimiters as substrings: a region written with one '#' is a region too."""
     cells = [{"cell_type": "code", "source": "x = 1\n# BEGIN SOLUTION\nanswer = compute_the_answer(x)\n# END SOLUTION\n"
               "#    BEGIN HIDDEN TESTS\nassert hidden_reference_value == 42\n# END HIDDEN TESTS"}]
-    assert regions.secret_lines(cells, regions.delimiters()) == {"answer = compute_the_answer(x)",
+    assert secret_lines(cells, delimiters()) == {"answer = compute_the_answer(x)",
                                                                  "assert hidden_reference_value == 42"}

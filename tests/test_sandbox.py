@@ -22,7 +22,7 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from conftest import ROOT
-from coursekit.grading import GradingExecute
+from coursekit.autograde.execute import GradingExecute
 from coursekit.sandbox import GradingSandbox, SandboxUnavailable
 from coursekit.sandbox.cgroups import Cgroups
 
@@ -253,11 +253,13 @@ def test_nothing_of_a_killed_grading_run_stays_behind(config, tmp_path):
     proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     roots = list(Cgroups.find().roots.values())
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(any(r.glob(f"kernel-{proc.pid}-*")) for r in roots):
+    while time.monotonic() < deadline and not (any(any(r.glob(f"kernel-{proc.pid}-*")) for r in roots)
+                                               and any(tmp.glob(f"grading-{proc.pid}-*"))):
         time.sleep(0.1)
     groups = [p for r in roots for p in r.glob(f"kernel-{proc.pid}-*")]
-    folders = list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"grading-{proc.pid}-*"))
+    folders = list(tmp.glob(f"grading-{proc.pid}-*"))
     assert groups and folders, "the control: the sandbox existed"
     time.sleep(3)  # the kernel is running its cell
     proc.send_signal(signal.SIGKILL)

@@ -36,6 +36,7 @@ import traceback
 
 from nbformat.notebooknode import NotebookNode
 
+from ..notebook import region_lines
 from . import messages
 from .bridge import BridgeError, StudentRaised
 
@@ -193,7 +194,7 @@ class Checker:
 
     def _failure(self, error: BaseException, filename: str, source: str) -> dict:
         lines = source.split("\n")
-        hidden = set(_region_lines(source, *self.hidden_marks))
+        hidden = set(region_lines(source, self.hidden_marks))
         number = None
         for frame, lineno in traceback.walk_tb(error.__traceback__):
             if frame.f_code.co_filename == filename:
@@ -225,9 +226,3 @@ class Checker:
         if isinstance(error, AssertionError):
             return messages.torch_text(str(first))[:messages.SUMMARY_LIMIT]
         return messages.exception_text(str(error))
-
-
-def _region_lines(source: str, begin: str, end: str) -> list[int]:
-    from ..regions import region_lines
-
-    return region_lines(source, begin, end)

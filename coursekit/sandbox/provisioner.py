@@ -23,7 +23,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from nbconvert.exporters import NotebookExporter
 
 from . import GradingSandbox, Layout, SandboxUnavailable, reaper
-from ..grading import printable
+from ..logs import printable
 
 SOCKETS = "/run/grading"
 REFUSED = ("nbgrader_config.py", "gradebook.db", ".git")

@@ -1,17 +1,12 @@
-"""The catalogue of planted implementations: the mistakes students really make, and correct alternatives.
+"""The transformers homework's own planted submissions: its demo cohort, its catalogue of planted mistakes and correct
+alternatives, and the hostile cohort graded by tests/test_hostile_cohort.py. Test data, not tooling (nbgrader ignores
+this folder: ``CourseDirectory.ignore``; the leak guard keeps it out of everything published).
 
-Every entry is a ``coursekit.cohort.Submission`` built from the release notebook with every exercise solved as in
-the source except ONE function, whose body is replaced by the planted implementation:
-
-* ``wrong_submissions()`` — plausible wrong implementations; autograding must cost each of them points on the
-  cells testing its own function, and on no other cell;
-* ``right_submissions()`` — correct implementations written differently from the source's solution; autograding
-  must give each of them every autograded point.
-
-``tests/test_grading_catalog.py`` autogrades them all with the real nbgrader, checks both statements per grade
-cell through the Gradebook API, and compares the resulting table (``tests/grading_tables.py``) with the committed
-copy the instructors' page includes (``book/_generated/grading_catalog.md``). The bodies below are test data, not
-teaching material: they never appear on the site.
+``demo_cohort(assignment)``        one submission per situation: the instructors page's demo and the pipeline tests
+``catalog(assignment)``            (wrong, right): the mistakes students really make, one per submission, and correct
+                                   implementations written differently from the source's (the grading report's table)
+``hostile_cohort(assignment, c)``  broken, runaway, forged, escaping and resource-hungry submissions next to honest
+                                   twins (``c``: a ``coursekit.planting.Context``)
 """
 from __future__ import annotations
 
@@ -19,11 +14,75 @@ import copy
 import textwrap
 
 import nbformat
-from dataclasses import dataclass
-from pathlib import Path
 
-from coursekit import ROOT
-from coursekit.cohort import Submission, autograded_cells, body, cells_of, function_cells, grade_id, read, source_path
+from coursekit.notebook import grade_id
+from coursekit.planting import Context, Hostile, Plant, Submission
+
+
+def demo_cohort(assignment) -> list[Submission]:
+    """One submission per situation, each with the autograded cells it must fail."""
+    everything = set(assignment.autograded_cells)
+    noisy = "import warnings\n" \
+            "warnings.warn('this API is deprecated', DeprecationWarning)\n" \
+            "warnings.warn('a harmless library warning', UserWarning)\n"
+    return [
+        Submission("demo_full_solution", "every exercise solved as in the source", solved="all"),
+        Submission("demo_untouched", "the release handed in unchanged", fails=everything),
+        Submission("demo_partial", "only Exercises 2 and 4 done", solved=["attention", "masked_mean"],
+                   fails=everything - assignment.cells_of("attention") - assignment.cells_of("masked_mean")),
+        Submission("demo_noisy_deleted_cell",
+                   "correct; every function emits warnings on stderr, and a graded test cell was deleted",
+                   solved="all", bodies={f: noisy + assignment.body(f) for f in assignment.functions},
+                   mutate=_delete_cell("accuracy_returns_float")),
+        Submission("demo_attention_no_scaling", "attention without 1/sqrt(d_k)", solved="all",
+                   bodies={"attention": assignment.body("attention").replace(
+                       'scale = 1.0 / math.sqrt(q.shape[-1])', 'scale = 1.0')},
+                   fails={"attention_worked_examples", "attention_matches_pytorch"}),
+        Submission("demo_masked_mean_padded_length", "masked_mean divides by the padded length", solved="all",
+                   bodies={"masked_mean": """
+                       total = x.masked_fill(padding.unsqueeze(-1), 0).sum(dim=1)
+                       return total / x.shape[1]
+                   """},
+                   fails={"masked_mean_example", "masked_mean_padding"}),
+        Submission("demo_accuracy_ties_positive", "accuracy predicts positive at logit >= 0", solved="all",
+                   bodies={"accuracy": "return ((logits >= 0).float() == labels).float().mean().item()"},
+                   fails={"accuracy_threshold"}),
+        Submission("demo_accuracy_threshold_half", "accuracy thresholds at 0.5: only the hidden tests catch it",
+                   solved="all", bodies={"accuracy": "return ((logits > 0.5).float() == labels).float().mean().item()"},
+                   fails={"accuracy_threshold", "accuracy_returns_float"}),
+        Submission("demo_tokenizer_no_pre_tokenizer", "tokenizer trained without the Whitespace pre-tokenizer",
+                   solved="all",
+                   bodies={"train_bpe_tokenizer": """
+                       tokenizer = Tokenizer(models.BPE())
+                       trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"])
+                       tokenizer.train_from_iterator(corpus, trainer)
+                       return tokenizer
+                   """},
+                   fails={"tokenizer_vocabulary", "tokenizer_pre_tokenizer"}),
+        Submission("demo_tokens_per_word_characters", "tokens_per_word counts characters", solved="all",
+                   bodies={"tokens_per_word": "return {word: len(word) for word in words}"},
+                   fails={"tokens_per_word_counts"}),
+        Submission("demo_embedding_with_bias", "embedding parameters counted with a bias", solved="all",
+                   bodies={"embedding_parameters": "return vocab_size * d + d"},
+                   fails={"embedding_parameters_count"}),
+    ]
+
+
+# What the feedback of some demo students must show (tests/test_pipeline.py): messages that name the mistake, a
+# visible check named by its line, a hidden one named as such.
+FEEDBACK = {
+    "demo_accuracy_threshold_half": ["the threshold is on the logit at 0 (not 0.5)", "hidden tests ran here",
+                                     "The check that failed is one of the hidden tests."],
+    "demo_accuracy_ties_positive": ["a logit of exactly 0 is a negative prediction: expected 1.0",
+                                    "The check that failed: assert abs(float(_tie) - 1.0) < 1e-6"],
+}
+
+
+def _delete_cell(gid: str):
+    def mutate(nb):
+        nb.cells = [c for c in nb.cells if grade_id(c) != gid]
+    return mutate
+
 
 EXERCISES = {  # function -> how the report names its exercise
     "attention": "2 attention",
@@ -33,14 +92,6 @@ EXERCISES = {  # function -> how the report names its exercise
     "tokens_per_word": "6.3 tokens_per_word",
     "embedding_parameters": "6.4 embedding_parameters",
 }
-
-
-@dataclass(frozen=True)
-class Plant:
-    key: str          # short id; the student id is "wrong_<key>" or "right_<key>"
-    function: str     # the function whose body is replaced
-    note: str         # what the planted implementation does (the report's wording)
-    code: str         # the function body
 
 
 def _tokenizer(model="models.BPE()", pre="tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()",
@@ -298,16 +349,9 @@ RIGHT = [
 ]
 
 
-def _submission(kind: str, plant: Plant, root: Path) -> Submission:
-    return Submission(f"{kind}_{plant.key}", plant.note, solved="all", bodies={plant.function: plant.code})
-
-
-def wrong_submissions(root: Path = ROOT) -> list[Submission]:
-    return [_submission("wrong", p, root) for p in WRONG]
-
-
-def right_submissions(root: Path = ROOT) -> list[Submission]:
-    return [_submission("right", p, root) for p in RIGHT]
+def catalog(assignment) -> tuple[list[Submission], list[Submission]]:
+    """(wrong, right): the planted mistakes and the correct alternatives, as submissions."""
+    return [p.submission("wrong") for p in WRONG], [p.submission("right") for p in RIGHT]
 
 
 def plants() -> dict[str, Plant]:
@@ -315,43 +359,7 @@ def plants() -> dict[str, Plant]:
     return {**{f"wrong_{p.key}": p for p in WRONG}, **{f"right_{p.key}": p for p in RIGHT}}
 
 
-def reference_bodies(root: Path = ROOT) -> dict[str, str]:
-    """The source's own solution bodies (to check that no 'right' plant is just a copy of them)."""
-    return {f: body(f, root) for f in EXERCISES}
-
-
 # ------------------------------------------------------------------------------------------ hostile submissions
-@dataclass(frozen=True)
-class Hostile:
-    submission: Submission
-    what: str                       # the problem, as the report names it
-    group: str = "broken"           # broken | runaway | forgery | escape | resource | honest
-    twin: str | None = None         # an honest student whose per-cell scores this one must equal ("gains nothing")
-    fails: frozenset[str] | None = None  # or: exactly these autograded cells score zero (all others full)
-    at_most: str | None = None      # or: at most its twin's score on every cell (it may hurt only itself)
-    preflight: str | None = None    # the pre-flight problem kind this submission must raise (None: no problem)
-    expect: str = ""                # how the report words the expectation (when not "same as its twin")
-    payload: str = ""               # text its attack prints, in the autograded record: proof that it ran
-
-    # Neither twin, fails nor at_most: an honest planted mistake, which must lose points on its own function's
-    # cells only.
-
-
-@dataclass(frozen=True)
-class Context:
-    """Where the attacks look for secrets: the course's own path and a planted home, sockets listening on this
-    machine, a marker for processes that try to outlive grading (every run gets fresh values)."""
-
-    course: str = "/nonexistent/course"
-    home: str = "/nonexistent/home"
-    tcp_port: int = 9
-    udp_port: int = 9
-    unix_path: str = "/nonexistent/instructor.sock"
-    marker: str = "4242.000000001"
-    honest: str = "honest_canary"          # an honest student's id
-    honest_work: str = "honest-work-canary"  # a text only that student's notebook holds
-
-
 def _cell(gid: str):
     return lambda nb: next(c for c in nb.cells if grade_id(c) == gid)
 
@@ -388,9 +396,9 @@ def _mutate_sources(gids, text: str):
     return mutate
 
 
-def _after_function(function: str, code: str, root: Path, mutate=None) -> dict:
+def _after_function(function: str, code: str, assignment, mutate=None) -> dict:
     """bodies + mutate so that ``code`` runs at top level right after ``function``'s definition, in its cell."""
-    gid = function_cells(read(source_path(root)))[function]
+    gid = assignment.functions[function]
 
     def add(nb):
         cell = next(c for c in nb.cells if grade_id(c) == gid)
@@ -502,14 +510,14 @@ print("PAYLOAD forge_checker_helpers")
 }
 
 
-def _forgery(key: str, root: Path) -> Hostile:
+def _forgery(key: str, assignment) -> Hostile:
     what, code = FORGERIES[key]
     return Hostile(Submission(key, what, solved="all", bodies={"attention": NO_SCALING},
-                              **_after_function("attention", code, root)),
+                              **_after_function("attention", code, assignment)),
                    what, group="forgery", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}")
 
 
-def forgeries_inside(root: Path) -> list[Hostile]:
+def forgeries_inside(assignment) -> list[Hostile]:
     """Attacks run from inside the graded functions, while the tests call them."""
     frame_oracle = """
 import sys
@@ -757,7 +765,7 @@ sys.settrace(_tracer)
 }
 
 
-def _escape(key: str, context: Context, root: Path) -> Hostile:
+def _escape(key: str, context: Context, assignment) -> Hostile:
     what, code = ESCAPES[key]
     code = (code.replace("COURSE", repr(context.course)).replace("HOME", repr(context.home))
             .replace("HONEST", context.honest).replace("MARKER", context.marker)
@@ -765,11 +773,11 @@ def _escape(key: str, context: Context, root: Path) -> Hostile:
             .replace("UNIX_PATH", repr(context.unix_path)))
     code += f'\nprint("PAYLOAD {key}")\n'
     return Hostile(Submission(key, what, solved="all", bodies={"attention": NO_SCALING},
-                              **_after_function("attention", code, root)),
+                              **_after_function("attention", code, assignment)),
                    what, group="escape", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}")
 
 
-def resources(root: Path, context: Context) -> list[Hostile]:
+def resources(assignment, context: Context) -> list[Hostile]:
     """Attacks on the machine's resources, after a full solution: they may cost their author, nobody else."""
     S = Submission
     memory = """
@@ -812,18 +820,18 @@ except OSError:
     pass
 print("PAYLOAD resource_fork_bomb", forked, flush=True)
 """
-    everything = frozenset(autograded_cells(read(source_path(root))))
+    everything = frozenset(assignment.autograded_cells)
     return [
         Hostile(S("resource_memory", "full solution; six processes of 1.2 GB after masked_mean", solved="all",
-                  **_after_function("masked_mean", memory, root)),
+                  **_after_function("masked_mean", memory, assignment)),
                 "memory in many processes (7 GB under a 4 GiB cap for the whole sandbox)", group="resource",
                 at_most="twin_full", payload="PAYLOAD resource_memory"),
         Hostile(S("resource_disk", "full solution; fills every writable folder after masked_mean", solved="all",
-                  **_after_function("masked_mean", disk, root)),
+                  **_after_function("masked_mean", disk, assignment)),
                 "fills every writable folder (the working copy, /tmp, HOME)", group="resource", at_most="twin_full",
                 payload="PAYLOAD resource_disk"),
         Hostile(S("resource_flood", "full solution; prints 300 MB after accuracy", solved="all",
-                  **_after_function("accuracy", flood, root)),
+                  **_after_function("accuracy", flood, assignment)),
                 "floods the output (300 MB)", group="resource", at_most="twin_full",
                 payload="PAYLOAD resource_flood"),
         Hostile(S("resource_slow_drip", "full solution; 400 added cells that each sleep just under the cell limit",
@@ -831,7 +839,7 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
                 "a slow drip: hundreds of added cells, each just under the per-cell limit", group="resource",
                 at_most="twin_full", expect="stopped at the submission's time budget; at most full points"),
         Hostile(S("resource_fork_bomb", "full solution; a fork bomb of busy processes after embedding_parameters",
-                  solved="all", **_after_function("embedding_parameters", bomb, root)),
+                  solved="all", **_after_function("embedding_parameters", bomb, assignment)),
                 "a fork bomb of busy processes (graded beside honest students)", group="resource",
                 at_most="twin_full", payload="PAYLOAD resource_fork_bomb"),
         Hostile(S("resource_stall", "full solution; a file that replaces the kernel's launcher and never answers",
@@ -847,28 +855,27 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
     ]
 
 
-def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Hostile]:
+def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
     """Broken, runaway and hostile submissions, planted next to honest ones (their twins)."""
-    root = Path(root)
-    everything = frozenset(autograded_cells(read(source_path(root))))
+    everything = frozenset(assignment.autograded_cells)
     padded_length = next(p for p in WRONG if p.key == "mean_divides_by_padded_length").code
     threshold = next(p for p in WRONG if p.key == "accuracy_threshold_half").code
     plus_bias = next(p for p in WRONG if p.key == "embedding_plus_bias").code
-    later = set().union(*(cells_of(f, root) for f in
+    later = set().union(*(assignment.cells_of(f) for f in
                           ("accuracy", "train_bpe_tokenizer", "tokens_per_word", "embedding_parameters")))
     S = Submission
     honest = [
         Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution", group="honest",
                 fails=frozenset(), expect="full points"),
         Hostile(S(context.honest, "every exercise solved (its work must reach nobody)", solved="all",
-                  bodies={"masked_mean": f"# {context.honest_work}\n" + body("masked_mean", root)}),
+                  bodies={"masked_mean": f"# {context.honest_work}\n" + assignment.body("masked_mean")}),
                 "honest: full solution, graded beside the attackers", group="honest", fails=frozenset(),
                 expect="full points"),
         Hostile(S("twin_attention_no_scaling", "attention without 1/sqrt(d_k)", solved="all",
                   bodies={"attention": NO_SCALING}), "honest: attention without 1/sqrt(d_k)", group="honest"),
         Hostile(S("twin_attention_blank", "attention left unfinished", solved="all",
                   bodies={"attention": 'raise NotImplementedError("not done yet")'}),
-                "honest: attention left unfinished", group="honest", fails=frozenset(cells_of("attention", root)),
+                "honest: attention left unfinished", group="honest", fails=frozenset(assignment.cells_of("attention")),
                 expect="zero on the attention tests"),
         Hostile(S("twin_mean_padded_length", "masked_mean / padded length", solved="all",
                   bodies={"masked_mean": padded_length}), "honest: masked_mean divides by the padded length",
@@ -876,11 +883,11 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
         Hostile(S("twin_accuracy_threshold_half", "accuracy thresholds at 0.5", solved="all",
                   bodies={"accuracy": threshold}), "honest: accuracy thresholds at 0.5", group="honest"),
         Hostile(S("twin_accuracy_none", "accuracy returns None", solved="all", bodies={"accuracy": "return None"}),
-                "honest: accuracy returns nothing", group="honest", fails=frozenset(cells_of("accuracy", root)),
+                "honest: accuracy returns nothing", group="honest", fails=frozenset(assignment.cells_of("accuracy")),
                 expect="zero on the accuracy tests"),
         Hostile(S("twin_tokenizer_none", "train_bpe_tokenizer returns None", solved="all",
                   bodies={"train_bpe_tokenizer": "return None"}), "honest: the tokenizer function returns nothing",
-                group="honest", fails=frozenset(cells_of("train_bpe_tokenizer", root)),
+                group="honest", fails=frozenset(assignment.cells_of("train_bpe_tokenizer")),
                 expect="zero on the tokenizer tests"),
         Hostile(S("twin_embedding_plus_bias", "embedding + bias", solved="all", bodies={"embedding_parameters": plus_bias}),
                 "honest: embedding parameters with a bias", group="honest"),
@@ -898,7 +905,7 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
                 twin="twin_full", preflight="deleted graded cells"),
         Hostile(S("broken_deleted_solution_cell", "attention's solution cell deleted", solved="all",
                   mutate=_mutate_delete("attention_solution")), "a solution cell deleted",
-                fails=frozenset(cells_of("attention", root)), preflight="deleted graded cells",
+                fails=frozenset(assignment.cells_of("attention")), preflight="deleted graded cells",
                 expect="zero on the attention tests only"),
         Hostile(S("broken_duplicated_cells", "full solution; attention_solution and accuracy_threshold duplicated",
                   solved="all", mutate=_mutate_duplicate("attention_solution", "accuracy_threshold")),
@@ -909,7 +916,7 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
                 preflight="changed cell type"),
         Hostile(S("broken_tests_edited_to_pass", "wrong attention; its test cells edited to `pass`", solved="all",
                   bodies={"attention": NO_SCALING},
-                  mutate=_mutate_sources(sorted(cells_of("attention", root)), "pass")),
+                  mutate=_mutate_sources(sorted(assignment.cells_of("attention")), "pass")),
                 "visible test cells edited to `pass`", twin="twin_attention_no_scaling",
                 preflight="edited test cell"),
         Hostile(S("broken_metadata_forged", "wrong attention; its solution cell relabelled as a test cell worth 50",
@@ -921,26 +928,26 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
     ]
     runaway = [
         Hostile(S("runaway_infinite_loop", "full solution; `while True: pass` after accuracy", solved="all",
-                  **_after_function("accuracy", "while True:\n    pass", root)),
+                  **_after_function("accuracy", "while True:\n    pass", assignment)),
                 "an infinite loop (interrupted by the per-cell timeout)", group="runaway", twin="twin_full"),
         Hostile(S("runaway_memory_bomb", "full solution; allocates 20 GB after masked_mean", solved="all",
                   **_after_function("masked_mean", "_hog = [torch.ones(2 ** 27) for _ in range(40)]  # 512 MB each",
-                                    root)),
+                                    assignment)),
                 "a memory bomb (MemoryError at the kernel's memory cap)", group="runaway", twin="twin_full"),
         Hostile(S("runaway_kernel_exits", "full solution; os._exit(1) after accuracy", solved="all",
-                  **_after_function("accuracy", "import os\nos._exit(1)", root)),
+                  **_after_function("accuracy", "import os\nos._exit(1)", assignment)),
                 "the kernel kills itself (os._exit)", group="runaway", fails=frozenset(later),
                 expect="cells before the exit keep their points; the later ones score zero"),
         Hostile(S("runaway_heavy_stderr", "full solution; 3 MB on stderr after attention", solved="all",
                   **_after_function("attention", "import sys\nfor _i in range(50_000):\n"
                                                  "    print('debug output line', _i, 'x' * 40, file=sys.stderr)",
-                                    root)),
+                                    assignment)),
                 "heavy stderr output", group="runaway", twin="twin_full"),
     ]
     tampering = [
         Hostile(S("tamper_assert_close", "wrong attention; torch.testing.assert_close replaced", solved="all",
                   bodies={"attention": NO_SCALING},
-                  **_after_function("attention", "torch.testing.assert_close = lambda *args, **kwargs: None", root)),
+                  **_after_function("attention", "torch.testing.assert_close = lambda *args, **kwargs: None", assignment)),
                 "redefines torch.testing.assert_close", group="forgery", twin="twin_attention_no_scaling"),
         Hostile(S("tamper_allclose_eq", "wrong masked_mean; torch.allclose and Tensor.__eq__ replaced", solved="all",
                   bodies={"masked_mean": padded_length},
@@ -950,7 +957,7 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
                                     "_real_eq = torch.Tensor.__eq__\n"
                                     "torch.Tensor.__eq__ = lambda self, other: (torch.ones_like(self, dtype=torch.bool)"
                                     " if self.is_floating_point() else _real_eq(self, other))",
-                                    root)),
+                                    assignment)),
                 "redefines torch.allclose, torch.Tensor.__eq__", group="forgery", twin="twin_mean_padded_length"),
         Hostile(S("tamper_builtins", "wrong accuracy; builtins abs/isinstance and AssertionError replaced",
                   solved="all", bodies={"accuracy": threshold},
@@ -959,7 +966,7 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
                                     "builtins.abs = lambda x: 0\n"
                                     "builtins.AssertionError = type('AssertionError', (Exception,), {})\n"
                                     "def isinstance(obj, cls):\n    return True\n"
-                                    "class AssertionError(Exception):\n    pass", root)),
+                                    "class AssertionError(Exception):\n    pass", assignment)),
                 "redefines builtins (abs, isinstance) and AssertionError", group="forgery",
                 twin="twin_accuracy_threshold_half"),
         Hostile(S("tamper_inside_function", "wrong attention that replaces assert_close every time it is called",
@@ -971,8 +978,8 @@ def hostile_cohort(root: Path = ROOT, context: Context = Context()) -> list[Host
                   solved="all", bodies={"embedding_parameters": plus_bias},
                   **_after_function("embedding_parameters",
                                     "get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)",
-                                    root)),
+                                    assignment)),
                 "makes IPython swallow exceptions (set_custom_exc)", group="forgery", twin="twin_embedding_plus_bias"),
     ]
-    return (honest + broken + runaway + tampering + [_forgery(k, root) for k in FORGERIES] + forgeries_inside(root)
-            + [_escape(k, context, root) for k in ESCAPES] + resources(root, context))
+    return (honest + broken + runaway + tampering + [_forgery(k, assignment) for k in FORGERIES] + forgeries_inside(assignment)
+            + [_escape(k, context, assignment) for k in ESCAPES] + resources(assignment, context))

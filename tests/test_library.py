@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 from conftest import ROOT, load_course_lib
-from coursekit import export
+from coursekit.commands import library
 
 
 def test_course_lib_is_up_to_date():
-    proc = subprocess.run([sys.executable, "-m", "coursekit", "export", "--check"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "coursekit", "library", "--check"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -21,7 +21,7 @@ def test_save_cells_are_found_and_others_ignored(tmp_path):
         "```{code-cell} ipython3\n:tags: [hide-input]\n# @save\nX = 2\n```\n\n"
         "```{code-cell} ipython3\ny = f()\n```\n"
     )
-    assert export.saved_cells(chapter) == ["def f():\n    return 1\n", "X = 2\n"]
+    assert library.saved_cells(chapter) == ["def f():\n    return 1\n", "X = 2\n"]
 
 
 def test_course_lib_imports_and_exposes_make_sample(tmp_path):

@@ -1,7 +1,6 @@
-"""Learning platforms in, grades out: Canvas and Moodle downloads for ``nbgrader zip_collect``, and grade files they
-import, for ``nbgrader export``. Stock nbgrader plugins, configured in ``nbgrader_config.py``.
-
-**Collecting** (``c.ZipCollectApp.collector_plugin = "coursekit.platforms.PlatformCollector"``). Put the platform's
+"""Collecting from a learning platform: Canvas and Moodle downloads for ``nbgrader zip_collect``
+(``c.ZipCollectApp.collector_plugin = "coursekit.collect.PlatformCollector"`` in ``nbgrader_config.py``).
+ Put the platform's
 "download all submissions" zip into ``downloaded/<assignment>/archive/`` and run ``nbgrader zip_collect
 <assignment>``. Each file's student and notebook are read from the platform's naming:
 
@@ -15,23 +14,14 @@ id) is collected; the others are named in a warning. A file that is not a notebo
 the student. A notebook with another name is collected under that name with a warning (pre-flight then finds the
 assignment in it). Canvas's LATE flag is reported by student (Canvas gives no time, so nbgrader cannot apply its own
 late penalty). Nothing is deleted: every file stays in ``downloaded/<assignment>/extracted/``.
-
-**Exporting** (``nbgrader export --exporter=coursekit.platforms.CanvasCsvExport --to canvas.csv``, or
-``MoodleWorksheetExport``): a file the platform's grade import reads, after the warning about answers not graded
-yet (``coursekit.graders.CheckedCsvExport``).
 """
 from __future__ import annotations
 
-import csv
 import os
 import re
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import FileNameCollectorPlugin
-from traitlets import Unicode
-
-from .graders import CheckedCsvExport
 
 CANVAS = re.compile(r"(?P<name>[^_/]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
 MOODLE = re.compile(r"(?P<name>.+)_(?P<user>\d+)_assignsubmission_file_?$")
@@ -83,67 +73,3 @@ class PlatformCollector(FileNameCollectorPlugin):
         """Every parsable file next to this one (Canvas puts a whole download in one folder)."""
         folder = os.path.dirname(submitted_file)
         return [info for name in os.listdir(folder) if (info := parse(os.path.join(folder, name)))]
-
-
-class _PlatformExport(CheckedCsvExport):
-    """Rows of (student, score, max score) for one assignment, written by a subclass in the platform's format."""
-
-    assignment_name = Unicode("", help="The assignment to export (default: the only one in the gradebook).").tag(
-        config=True)
-
-    def rows(self, gradebook: Gradebook):
-        names = [a.name for a in gradebook.assignments]
-        wanted = self.assignment_name or (self.assignment[0] if self.assignment else "")
-        if not wanted and len(names) == 1:
-            wanted = names[0]
-        if wanted not in names:
-            raise ValueError(f"export: choose one assignment of {names} (--assignment=<name>)")
-        assignment = gradebook.find_assignment(wanted)
-        for student in gradebook.students:
-            if self.student and student.id not in self.student:
-                continue
-            try:
-                submission = gradebook.find_submission(wanted, student.id)
-                score = submission.score - (submission.late_submission_penalty or 0)
-            except MissingEntry:
-                score = 0.0
-            yield assignment, student, score
-
-    def export(self, gradebook: Gradebook) -> None:
-        self.warn_ungraded(gradebook)
-        dest = self.to or self.default_name
-        with open(dest, "w", newline="", encoding="utf-8") as f:
-            self.write(csv.writer(f), gradebook)
-        self.log.info("Exported grades for %s to %s", self.platform, dest)
-
-
-class CanvasCsvExport(_PlatformExport):
-    """Canvas gradebook import CSV: Student, ID, SIS User ID, SIS Login ID, Section, then one assignment column."""
-
-    platform, default_name = "Canvas", "canvas_grades.csv"
-    column = Unicode("", help="Canvas's column for the assignment, e.g. 'Transformers (12345)' as in a gradebook "
-                              "export (default: the nbgrader assignment name: Canvas creates that column).").tag(
-        config=True)
-
-    def write(self, out, gradebook: Gradebook) -> None:
-        rows = list(self.rows(gradebook))
-        column = self.column or (rows[0][0].name if rows else "assignment")
-        out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
-        if rows:
-            out.writerow(["Points Possible", "", "", "", "", f"{rows[0][0].max_score:g}"])
-        for _, student, score in rows:
-            name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
-            out.writerow([name, student.id, "", "", "", f"{score:g}"])
-
-
-class MoodleWorksheetExport(_PlatformExport):
-    """Moodle's offline grading worksheet (Assignment → Upload grading worksheet), matched on "Participant <id>"."""
-
-    platform, default_name = "Moodle", "moodle_grades.csv"
-
-    def write(self, out, gradebook: Gradebook) -> None:
-        out.writerow(["Identifier", "Full name", "Email address", "Grade", "Maximum Grade", "Grade can be changed"])
-        for assignment, student, score in self.rows(gradebook):
-            name = " ".join(n for n in (student.first_name, student.last_name) if n) or student.id
-            out.writerow([f"Participant {student.id}", name, student.email or "", f"{score:.2f}",
-                          f"{assignment.max_score:.2f}", "Yes"])

@@ -1,72 +1,27 @@
-"""nbgrader autograde preprocessors, one job each (configured in ``nbgrader_config.py``; no fork of nbgrader).
+"""``GradingExecute``: nbgrader's ``Execute``, with the verdicts taken out of the student's hands.
 
-``Autograde.autograde_preprocessors`` is nbgrader's stock list with ``GradingExecute`` in place of ``Execute`` and
-two output filters after it::
-
-    GradingExecute → ClearMetadataPreprocessor → LimitOutput → TruncateOutput → PassiveOutputs → SaveAutoGrades
-    → ModelAnswers → AssignLatePenalties → CheckCellMetadata
-
-``GradingExecute``  the student's kernel runs the notebook for the record; every test cell runs in the checker
-                    (``coursekit.checker``); one time budget per submission; survives a kernel that dies; names, in
-                    the log, the student and cell of every timeout, memory error and bridge failure.
-``TruncateOutput``  caps each stream output's characters (nbgrader's ``LimitOutput`` counts lines only).
-``PassiveOutputs``  keeps only passive output types (text, PNG, JPEG): no HTML, JavaScript, SVG or Markdown of a
-                    submission ever runs in the formgrader, in your browser, with your Jupyter session.
+Wired as the first of ``c.Autograde.autograde_preprocessors`` in ``nbgrader_config.py``, in place of nbgrader's own
+``Execute``: the student's kernel (sandboxed, ``coursekit.sandbox``) runs the notebook for the record; every test cell
+runs in the checker (``coursekit.checker``); one time budget per submission; a kernel that dies or never starts costs
+only the cells after it; every problem is logged by student and cell.
 """
 from __future__ import annotations
 
-import logging
 import time
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, List, Unicode
 
-from . import CourseKitError
-from .regions import delimiters, nbgrader_meta
-
-
-class CoursePreprocessor(Preprocessor):
-    """A preprocessor that runs when listed (nbconvert's own are off by default, nbgrader's on)."""
-
-    enabled = Bool(True, help="Whether to use this preprocessor.").tag(config=True)
-
-
-class KnownNoise(logging.Filter):
-    """Drops two log lines nbgrader prints on every run that ask nothing of an instructor:
-
-    * "Attribute 'checksum' for cell ... has changed!" fires for every test cell of every submission (the release
-      lacks the hidden tests the gradebook's checksum includes); pre-flight reports the test cells a student really
-      edited;
-    * "Config option `display_data_priority` not recognized by ..." comes from nbconvert's HTML exporter setting a
-      trait that nbgrader's preprocessors redeclare without ``config=True``.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not ((message.startswith("Attribute 'checksum' for cell") and "has changed!" in message)
-                    or message.startswith("Config option `display_data_priority` not recognized"))
+from .. import CourseKitError
+from ..logs import printable, who
+from ..notebook import delimiters, nbgrader_meta
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue,
                         traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (terminal escape sequences) made visible, safe for a log or a terminal."""
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else f"\\x{ord(ch):02x}" for ch in text)
-
-
-def who(resources, index, cell=None) -> str:
-    """'student S, N.ipynb, cell I (grade id)': how every log line names a submission's cell."""
-    info = (resources or {}).get("nbgrader", {})
-    gid = nbgrader_meta(cell or {}).get("grade_id")
-    return f"student {info.get('student', '?')}, {info.get('notebook', '?')}.ipynb, cell {index}" + (
-        f" ({gid})" if gid else "")
 
 
 class GradingExecute(Execute):
@@ -92,8 +47,8 @@ class GradingExecute(Execute):
     }
 
     def preprocess(self, nb, resources=None, km=None):
-        from .checker.runner import Checker, salt
-        from .sandbox import GradingSandbox
+        from ..checker.runner import Checker, salt
+        from ..sandbox import GradingSandbox
 
         self._died_at, self._budget_note = None, False
         self._output_bytes, self._output_note = 0, False
@@ -196,7 +151,7 @@ class GradingExecute(Execute):
         return self._trusted[gid]
 
     def _bridge(self):
-        from .checker.bridge import Bridge
+        from ..checker.bridge import Bridge
 
         return Bridge(self.kc, self.km, self.log)
 
@@ -215,7 +170,7 @@ class GradingExecute(Execute):
         return super().output(outs, msg, display_id, cell_index)
 
     def _output_limit(self) -> int:
-        from .sandbox import GradingSandbox
+        from ..sandbox import GradingSandbox
 
         if not hasattr(self, "_limit_bytes"):
             self._limit_bytes = GradingSandbox(parent=self).output_limit_mb << 20
@@ -247,38 +202,3 @@ def _not_run(cell, why: str) -> None:
         "passed": False, "ename": "NotRun", "message": why, "line": None}
 
 
-class TruncateOutput(CoursePreprocessor):
-    """Keep the first ``max_chars`` characters of each stream output (a multi-megabyte line is one line)."""
-
-    max_chars = Integer(100_000, help="Characters kept of each stream output of a graded notebook; 0: no limit.").tag(
-        config=True)
-
-    def preprocess_cell(self, cell, resources, index):
-        for output in cell.get("outputs", []):
-            text = output.get("text", "") if output.get("output_type") == "stream" else ""
-            if len(text) > self.max_chars > 0:
-                output["text"] = (text[:self.max_chars] + f"\n... [{len(text) - self.max_chars:,} more characters "
-                                  f"dropped by the grader]\n")
-        return cell, resources
-
-
-class PassiveOutputs(CoursePreprocessor):
-    """Drop every output representation a browser would run or render as markup (HTML, JavaScript, SVG, Markdown,
-    widgets): the formgrader shows graded notebooks in your Jupyter session."""
-
-    keep = List(Unicode(), ["text/plain", "image/png", "image/jpeg"],
-                help="MIME types of display outputs kept in graded notebooks.").tag(config=True)
-
-    def preprocess_cell(self, cell, resources, index):
-        kept = []
-        for output in cell.get("outputs", []):
-            if output.get("output_type") in ("display_data", "execute_result"):
-                output["data"] = {k: v for k, v in output.get("data", {}).items() if k in self.keep}
-                output.pop("metadata", None)
-                output["metadata"] = {}
-                if not output["data"]:
-                    continue
-            kept.append(output)
-        if cell.cell_type == "code":
-            cell.outputs = kept
-        return cell, resources

@@ -1,6 +1,6 @@
 """Pre-flight: check every submission before autograde; repair or flag what nbgrader cannot handle.
 
-    python -m coursekit preflight [ASSIGNMENT]
+    python -m coursekit preflight [ASSIGNMENT ...]     # default: every assignment
     nbgrader autograde ASSIGNMENT --CourseDirectory.submitted_directory=preflight/submitted
 
 (``python -m coursekit grade`` and ``make grade`` run both.) The command reads the course's submitted folder (never
@@ -42,12 +42,12 @@ import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import CourseKitError, regions
-from .course import Course
-from .regions import nbgrader_meta
-from .sandbox import GradingSandbox
+from .. import PREFLIGHT
+from ..course import Course
+from ..notebook import nbgrader_meta, source_of, without_region
+from ..sandbox import GradingSandbox
 
-OUT = "preflight"
+OUT = PREFLIGHT
 HUGE_BYTES = 5 * 1024 * 1024
 
 @dataclass
@@ -75,11 +75,6 @@ class Result:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
-
-
 def _read(data: bytes):
     """The notebook in ``data`` (nbformat v4 dict) or a reason why it is not one."""
     import nbformat
@@ -105,7 +100,7 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
                                                                                   "END HIDDEN TESTS")):
     """Check one readable submitted notebook against the source; return (checked copy or None, problems).
 
-    ``hidden``: nbgrader's hidden-test delimiters (``regions.delimiters(config)["hidden"]``)."""
+    ``hidden``: nbgrader's hidden-test delimiters (``Course.marks["hidden"]``)."""
     problems = []
 
     def flag(kind, action, message):
@@ -139,8 +134,8 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
             flag("changed cell type", "flagged",
                  f"{gid!r} is a {cell.cell_type} cell, should be {ref.cell_type}: nbgrader restores the type")
         meta, ref_meta = nbgrader_meta(cell), nbgrader_meta(ref)
-        if ref_meta.get("locked") and not ref_meta.get("solution") and _source(cell).strip() != _strip_hidden(
-                _source(ref), hidden).strip():
+        if ref_meta.get("locked") and not ref_meta.get("solution") and source_of(cell).strip() != without_region(
+                source_of(ref), hidden).strip():
             flag("edited test cell" if ref_meta.get("grade") else "edited read-only cell", "flagged",
                  f"{gid!r} was changed: nbgrader restores it from the gradebook")
         roles = ("grade", "solution", "locked", "task")
@@ -165,12 +160,6 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
 def _role(meta: dict) -> str:
     return ("written answer" if meta.get("grade") and meta.get("solution") else "test" if meta.get("grade")
             else "solution" if meta.get("solution") else "read-only" if meta.get("locked") else "task")
-
-
-def _strip_hidden(src: str, marks: tuple[str, str]) -> str:
-    """The test cell as the release shows it: its hidden region removed (the region found as nbgrader finds it)."""
-    hidden = set(regions.region_lines(src, *marks))
-    return "\n".join(line for number, line in enumerate(src.split("\n")) if number not in hidden)
 
 
 def _regular(path: Path) -> bool:
@@ -219,83 +208,89 @@ def copy_regular_files(folder: Path, dest: Path, student: str, policy) -> list[P
 
 
 # ------------------------------------------------------------------------------------------------ the command
-def run(course: Course, assignment: str, out: Path | None = None) -> Result:
-    """Check every submission of ``assignment`` into ``out`` (default: ``preflight/`` in the course)."""
+def run(assignment, out: Path | None = None, students: list[str] | None = None) -> Result:
+    """Check every submission of ``assignment`` (an ``Assignment``) into ``out`` (default: ``preflight/`` in its
+    course); with ``students``, only theirs (grading on submit), keeping what earlier runs found for the others."""
     import nbformat
 
+    course, name = assignment.course, assignment.name
     out = Path(out) if out else course.root / OUT
     mirror = out / "submitted"
-    notebooks = course.notebooks("source", assignment)
-    if not notebooks:
-        raise CourseKitError(f"no source notebooks in {course.path('source', assignment=assignment)}")
-    hidden = regions.delimiters(course.config)["hidden"]
+    sources = assignment.sources  # read once
+    hidden = course.marks["hidden"]
     policy = GradingSandbox(config=course.config)
-    result = Result(assignment)
-    for student in course.students("submitted", assignment):
-        folder = course.path("submitted", student, assignment)
+    result = Result(name)
+    for student in course.students("submitted", name):
+        if students is not None and student not in students:
+            continue
+        folder = course.path("submitted", student, name)
         result.students.append(student)
-        dest = mirror / student / assignment
+        dest = mirror / student / name
         if dest.exists():
             shutil.rmtree(dest)
         result.problems += copy_regular_files(folder, dest, student, policy)
-        for src_path in notebooks:
-            source = nbformat.read(str(src_path), as_version=4)
-            name = src_path.name
+        for nbname, source in sources.items():
             grade_ids = {nbgrader_meta(c)["grade_id"] for c in source.cells if nbgrader_meta(c).get("grade_id")}
-            path = folder / name
+            path = folder / nbname
             if path.is_symlink() or (path.exists() and not _regular(path)):
-                result.problems.append(Problem(student, name, "missing notebook", "flagged",
+                result.problems.append(Problem(student, nbname, "missing notebook", "flagged",
                                                "the notebook is a link or a special file (never followed): "
                                                "nbgrader scores it zero"))
                 continue
             if not path.exists():
-                found = find_renamed(folder, grade_ids, name)
+                found = find_renamed(folder, grade_ids, nbname)
                 if found is None:
-                    result.problems.append(Problem(student, name, "missing notebook", "flagged",
+                    result.problems.append(Problem(student, nbname, "missing notebook", "flagged",
                                                    "no notebook of this assignment found: nbgrader scores it zero"))
                     continue
                 path, _ = found
-                result.problems.append(Problem(student, name, "renamed notebook", "renamed",
-                                               f"found as {path.relative_to(folder)}; graded under {name}"))
+                result.problems.append(Problem(student, nbname, "renamed notebook", "renamed",
+                                               f"found as {path.relative_to(folder)}; graded under {nbname}"))
             data = path.read_bytes()
             nb, why = _read(data)
             if nb is None:
-                shutil.copy2(course.path("release", assignment=assignment) / name, dest / name)
-                result.problems.append(Problem(student, name, why.split(" (")[0], "replaced",
+                shutil.copy2(course.path("release", assignment=name) / nbname, dest / nbname)
+                result.problems.append(Problem(student, nbname, why.split(" (")[0], "replaced",
                                                f"{why}: graded as the untouched release notebook (zero); the "
                                                f"original stays in {course.coursedir.submitted_directory}/ for you"))
                 continue
             if len(data) > HUGE_BYTES:
-                result.problems.append(Problem(student, name, "huge notebook", "flagged",
+                result.problems.append(Problem(student, nbname, "huge notebook", "flagged",
                                                f"{len(data) / 1e6:.1f} MB (outputs are cleared before grading)"))
-            repaired, problems = check_notebook(nb, source, student, name, hidden)
+            repaired, problems = check_notebook(nb, source, student, nbname, hidden)
             result.problems.extend(problems)
             if repaired is not None:
-                nbformat.write(repaired, str(dest / name))
-            elif path != folder / name:
-                shutil.copy2(path, dest / name)
-    for stale in (mirror.iterdir() if mirror.is_dir() else []):  # students no longer in submitted/
-        if stale.name not in result.students and (stale / assignment).is_dir():
-            shutil.rmtree(stale / assignment)
+                nbformat.write(repaired, str(dest / nbname))
+            elif path != folder / nbname:
+                shutil.copy2(path, dest / nbname)
+    report = {"assignment": name, "students": result.students, "problems": [asdict(p) for p in result.problems]}
+    if students is None:
+        for stale in (mirror.iterdir() if mirror.is_dir() else []):  # students no longer in submitted/
+            if stale.name not in result.students and (stale / name).is_dir():
+                shutil.rmtree(stale / name)
+    elif (out / f"{name}.json").is_file():  # the others' findings stay as the last run left them
+        before = json.loads((out / f"{name}.json").read_text())
+        report["students"] = sorted(set(before["students"]) | set(result.students))
+        report["problems"] = [p for p in before["problems"] if p["student"] not in result.students] + report["problems"]
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{assignment}.json").write_text(json.dumps(
-        {"assignment": assignment, "students": result.students, "problems": [asdict(p) for p in result.problems]},
-        indent=1, sort_keys=True) + "\n")
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit preflight", description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment", nargs="?", help="the assignment (default: the course's only one)")
+    parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     args = parser.parse_args(argv)
-    course = Course.load(args.root)
-    assignment = course.assignment(args.assignment)
-    result = run(course, assignment)
-    print(f"preflight {assignment}: {len(result.students)} submission(s) checked; checked copy in {OUT}/submitted/ "
-          f"(grade it: nbgrader autograde {assignment} --CourseDirectory.submitted_directory={OUT}/submitted)")
-    for problem in result.problems:
-        print("  " + problem.line())
-    if not result.problems:
-        print("  no problems found")
-    return 1 if result.problems else 0
+    status = 0
+    for assignment in Course.load(args.root).assignments(args.assignment):
+        result = run(assignment)
+        name = assignment.name
+        print(f"preflight {name}: {len(result.students)} submission(s) checked; checked copy in {OUT}/submitted/ "
+              f"(grade it: nbgrader autograde {name} --CourseDirectory.submitted_directory={OUT}/submitted)")
+        for problem in result.problems:
+            print("  " + problem.line())
+        if not result.problems:
+            print("  no problems found")
+        status |= bool(result.problems)
+    return int(status)

@@ -1,7 +1,8 @@
-"""Model answers for graders and never for students; blank and ungraded answers named (coursekit/graders.py).
+"""Model answers for graders and never for students; blank and ungraded answers named
+(coursekit/autograde/model_answers.py, coursekit/feedback.py, coursekit/export.py).
 
 Fast unit tests on synthetic notebooks with nbgrader's test helpers; the pipeline test
-(tests/test_homework_pipeline.py) checks the same through the real commands on the homework.
+(tests/test_pipeline.py) checks the same through the real commands on the homework.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from conftest import ROOT
-from coursekit.graders import ModelAnswers, RemoveGradersOnly, is_graders_only, model_answers
+from coursekit.autograde.model_answers import ModelAnswers, is_graders_only
+from coursekit.feedback import RemoveGradersOnly
+from coursekit.notebook import delimiters, written_answers
 
 MODEL = "### BEGIN SOLUTION\nThe scores are divided by $\\sqrt{d_k}$ so their spread stays near 1.\n\n" \
         "**Point guide.** 1 point: the spread of the scores, not their size.\n### END SOLUTION"
@@ -41,7 +44,8 @@ RESOURCES = {"nbgrader": {"assignment": "hw", "notebook": "hw", "student": "s1",
 
 
 def test_model_answers_are_read_from_the_source_regions(course, tmp_path):
-    answers = model_answers(tmp_path / "assignments" / "hw" / "hw.ipynb", course)
+    answers = written_answers(nbformat.read(str(tmp_path / "assignments" / "hw" / "hw.ipynb"), as_version=4),
+                              delimiters(course)["solution"])
     assert answers == {"why_scale": MODEL.split("\n", 1)[1].rsplit("\n", 1)[0]}
 
 
@@ -58,6 +62,24 @@ def test_the_model_answer_and_guide_sit_below_the_students_answer(course):
     assert sum(map(is_graders_only, again.cells)) == 1
 
 
+def test_the_source_is_read_once_per_command_and_again_only_when_it_changes(course, tmp_path, monkeypatch):
+    from coursekit.autograde import model_answers
+    reads = []
+    real = model_answers.read_notebook
+    monkeypatch.setattr(model_answers, "read_notebook", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    model_answers._read_answers.cache_clear()
+    for student in ("s1", "s2", "s3"):
+        ModelAnswers(config=course).preprocess(submission("An answer."), {"nbgrader": {**RESOURCES["nbgrader"],
+                                                                                       "student": student}})
+    assert len(reads) == 1
+    source = tmp_path / "assignments" / "hw" / "hw.ipynb"
+    nb = nbformat.read(str(source), as_version=4)
+    nb.cells[0].source = nb.cells[0].source.replace("near 1", "near one, whatever d_k is")
+    nbformat.write(nb, str(source))
+    fixed, _ = ModelAnswers(config=course).preprocess(submission("An answer."), RESOURCES)
+    assert len(reads) == 2 and "whatever d_k is" in fixed.cells[1].source
+
+
 def test_feedback_drops_them(course):
     nb, _ = ModelAnswers(config=course).preprocess(submission("An answer."), RESOURCES)
     nb, _ = RemoveGradersOnly(config=course).preprocess(nb, {})
@@ -66,7 +88,7 @@ def test_feedback_drops_them(course):
 
 def test_the_feedback_list_removes_them_first_and_autograde_inserts_them_after_saving_grades():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    assert config.GenerateFeedback.preprocessors[0] == "coursekit.graders.RemoveGradersOnly"
+    assert config.GenerateFeedback.preprocessors[0] == "coursekit.feedback.RemoveGradersOnly"
     grading = list(config.Autograde.autograde_preprocessors)
-    assert grading.index("coursekit.graders.ModelAnswers") > grading.index("nbgrader.preprocessors.SaveAutoGrades")
-    assert config.ExportApp.plugin_class == "coursekit.graders.CheckedCsvExport"
+    assert grading.index("coursekit.autograde.model_answers.ModelAnswers") > grading.index("nbgrader.preprocessors.SaveAutoGrades")
+    assert config.ExportApp.plugin_class == "coursekit.export.CheckedCsvExport"

@@ -15,8 +15,8 @@ from .. import CourseKitError
 
 def main(argv: list[str] | None = None) -> int:
     from ..course import Course
-    from . import GradingSandbox
-    from .cgroups import CgroupError, Cgroups, delegate
+    from ..sandbox import GradingSandbox
+    from ..sandbox.cgroups import CgroupError, Cgroups, delegate
 
     parser = argparse.ArgumentParser(prog="python -m coursekit sandbox", description=__doc__.split("\n\n")[0])
     parser.add_argument("--delegate", metavar="USER", help="as root: give USER the sandbox's cgroup folders")

@@ -1,19 +1,21 @@
 """Pre-flight, then autograde a cohort with N workers: stock nbgrader, in parallel, with a progress bar and a summary.
 
-``python -m coursekit grade [ASSIGNMENT] [--jobs N] [--db URL] [--student ID ...] [--force]`` (``make grade``):
+``python -m coursekit grade [ASSIGNMENT ...] [--jobs N] [--db URL] [--student ID ...] [--force]`` (``make grade``;
+every assignment when none is named):
 
 1. checks the sandbox can be built here (as ``nbgrader autograde`` does: no sandbox, no grading);
-2. runs pre-flight (``coursekit.preflight``): every submission is checked and copied to ``preflight/submitted/``,
+2. runs pre-flight (``coursekit.commands.preflight``): every submission is checked and copied to ``preflight/submitted/``,
    repaired where it can be; ``submitted/`` is never written;
 3. grades that checked copy with nbgrader's own autograder (``NbGraderAPI.autograde``, the call behind ``nbgrader
    autograde ASSIGNMENT --student ID --CourseDirectory.submitted_directory=preflight/submitted``), one submission at a
    time per worker, every worker writing into the course's gradebook;
-4. prints the students, their scores and every failure by student.
+4. prints the students, their scores, what grading noted about a submission (a kernel that died, the time budget
+   used up, a memory or process cap reached) and every failure, by student.
 
 SQLite takes one writer at a time: nbgrader's writes are short, so a worker waits its turn (SQLite's busy timeout),
 and a submission whose autograde still found the gradebook locked is graded again at the end. A PostgreSQL gradebook
-(``--db postgresql://…`` or ``CourseDirectory.db_url``) takes concurrent writers: the scale-out path, where workers
-on several machines can grade disjoint sets of students (``--student``).
+(``--db postgresql://…`` or ``CourseDirectory.db_url``) takes concurrent writers. Beyond one machine, ``--queue``
+puts one job per submission in the grading queue for ``python -m coursekit worker`` on any host (``coursekit/queue/``).
 
 Kernels started by parallel workers get ``OMP_NUM_THREADS = cores // jobs`` (unless already set), so N kernels do not
 oversubscribe the CPU with PyTorch's thread pools.
@@ -32,11 +34,11 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, CourseKitError
-from .course import Course
+from .. import PREFLIGHT, CourseKitError, venv_env
+from ..course import Assignment, Course
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-CHECKED = "preflight/submitted"  # where pre-flight writes the checked copy (relative to the course root)
+CHECKED = f"{PREFLIGHT}/submitted"  # where pre-flight writes the checked copy (relative to the course root)
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Result:
     ok: bool
     seconds: float
     error: str = ""
+    problems: list[str] = field(default_factory=list)  # what grading logged about the submission (warnings, errors)
     score: float | None = None
     max_score: float | None = None
 
@@ -69,6 +72,10 @@ class Summary:
 
 # ------------------------------------------------------------------------------------------------ workers
 _WORKER: dict = {}
+# Warnings of nbgrader and nbclient that the course's own line for the same event says better (or that --force asked
+# for): left out of the summary, still in nbgrader's log.
+SAID_AGAIN = ("Removing existing assignment", "Timeout waiting for execute reply", "Interrupting kernel",
+              "Kernel died while waiting for execute reply", "Error occurred while starting new kernel client")
 
 
 def _init_worker(root: str, overrides: dict, threads: int | None, log_dir: str) -> None:
@@ -83,8 +90,11 @@ def _init_worker(root: str, overrides: dict, threads: int | None, log_dir: str) 
     from nbgrader.apps.api import NbGraderAPI
 
     course = Course.load(root, **overrides)
+    from ..logs import KnownNoise
+
     api = NbGraderAPI(coursedir=course.coursedir, config=course.config)
-    api.log.setLevel("ERROR")
+    api.log.setLevel("WARNING")  # what the autograde of a submission logs about it is captured and reported
+    api.log.addFilter(KnownNoise())
     _WORKER["api"] = api
 
 
@@ -92,11 +102,18 @@ def _grade_one(assignment: str, student: str) -> Result:
     start = time.perf_counter()
     try:
         out = _WORKER["api"].autograde(assignment, student, force=True, create=True)
-        ok = bool(out.get("success"))
-        error = "" if ok else ((out.get("log") or "") + "\n" + (out.get("error") or ""))[-6000:]
+        ok, log = bool(out.get("success")), out.get("log") or ""
+        error = "" if ok else (log + "\n" + (out.get("error") or ""))[-6000:]
     except Exception:  # pragma: no cover - nbgrader reports its own errors in `out`
-        ok, error = False, traceback.format_exc()
-    return Result(student, ok, time.perf_counter() - start, error)
+        ok, log, error = False, "", traceback.format_exc()
+    return Result(student, ok, time.perf_counter() - start, error, noted(log))
+
+
+def noted(log: str, most: int = 20) -> list[str]:
+    """The warnings and errors of a submission's captured autograde log (nbgrader's ``[LEVEL] message`` lines), each
+    once, without the ones ``SAID_AGAIN`` names."""
+    problems = [line.split("] ", 1)[1] for line in log.splitlines() if line.startswith(("[WARNING] ", "[ERROR] "))]
+    return list(dict.fromkeys(p for p in problems if not any(said in p for said in SAID_AGAIN)))[:most]
 
 
 # ------------------------------------------------------------------------------------------------ driver
@@ -114,29 +131,26 @@ def scores(course: Course, assignment: str, students: list[str]) -> dict[str, tu
     return found
 
 
-def grade(root: Path = ROOT, assignment: str | None = None, jobs: int | None = None, db_url: str | None = None,
-          students: list[str] | None = None, force: bool = False, progress: bool = True) -> Summary:
+def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = None, force: bool = False,
+          progress: bool = True, overrides: dict | None = None) -> Summary:
+    """Pre-flight, then autograde ``hw``'s submissions with ``jobs`` workers (``overrides``: the CourseDirectory
+    traits the course was loaded with, e.g. ``db_url``, passed on to the workers)."""
     from nbgrader.api import MissingEntry
 
+    from ..sandbox import GradingSandbox
     from . import preflight
-    from .sandbox import GradingSandbox
 
-    overrides = {"db_url": db_url} if db_url else {}
-    course = Course.load(root, **overrides)
-    assignment = course.assignment(assignment)
+    course, assignment, overrides = hw.course, hw.name, dict(overrides or {})
     GradingSandbox(config=course.config).check()  # before anything is touched, as `nbgrader autograde` does
-    # nbgrader runs the `alembic` executable when it creates a gradebook: make this environment's bin/ findable.
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    os.environ.update(venv_env())  # nbgrader runs `alembic` from PATH when it creates a gradebook
     with course.gradebook() as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
             raise CourseKitError(f"{assignment!r} is not in the gradebook {course.db_url.split('@')[-1]}: run "
                                  f"`nbgrader generate_assignment {assignment}` (with the same --db) first") from None
-    checked = preflight.run(course, assignment)
-    course = Course.load(root, **overrides, submitted_directory=CHECKED)
+    checked = preflight.run(hw)
+    course = course.with_overrides(**overrides, submitted_directory=CHECKED)
     cohort = [s for s in course.students("submitted", assignment) if not students or s in students]
     if not cohort:
         raise CourseKitError(f"no submissions of {assignment!r} in {course.folder('submitted')}")
@@ -150,7 +164,7 @@ def grade(root: Path = ROOT, assignment: str | None = None, jobs: int | None = N
         from tqdm import tqdm
         bar = tqdm(total=len(cohort), unit="nb", desc=f"autograde {assignment} ×{jobs}", file=sys.stderr)
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
-    logs = course.root / "preflight" / "logs"
+    logs = course.root / PREFLIGHT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     todo, results = list(cohort), {}
     for attempt in range(3):  # a submission that met a locked SQLite gradebook is graded again, with fewer workers
@@ -216,6 +230,10 @@ def report(summary: Summary) -> str:
     if summary.preflight:
         lines.append(f"pre-flight found {len(summary.preflight)} problem(s):")
         lines += ["  " + line for line in summary.preflight]
+    noted = [(r.student, problem) for r in summary.results if r.ok for problem in r.problems]
+    if noted:
+        lines.append(f"grading noted {len(noted)} problem(s) (the autograded notebooks say the same at each cell):")
+        lines += [f"  {student}: {problem}" if student not in problem else f"  {problem}" for student, problem in noted]
     for r in summary.failures:
         lines.append(f"FAILED {r.student}: {cause(r.error)}  (full log: nbgrader autograde {summary.assignment} "
                      f"--student {r.student} --force --CourseDirectory.submitted_directory={CHECKED})")
@@ -224,14 +242,35 @@ def report(summary: Summary) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit grade", description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment", nargs="?", help="the assignment (default: the course's only one)")
+    parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--db", default=None, help="gradebook URL (default: nbgrader_config.py's)")
     parser.add_argument("--student", action="append", help="only these students (repeatable)")
     parser.add_argument("--force", action="store_true", help="regrade submissions that were already autograded")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     parser.add_argument("--no-progress", action="store_true")
+    queue = parser.add_argument_group("the grading queue (workers on any host: coursekit/queue/, book/instructors.md)")
+    queue.add_argument("--queue", action="store_true", help="put one job per submission in the queue and return")
+    queue.add_argument("--wait", action="store_true", help="with --queue: follow the jobs to the end, then report")
+    queue.add_argument("--failed", action="store_true", help="with --queue: grade again every submission whose job "
+                                                              "failed")
+    queue.add_argument("--watch", action="store_true", help="grade on submit: queue new submissions as they arrive")
+    queue.add_argument("--exchange", action="store_true", help="with --watch: collect nbgrader's exchange inbound too")
+    queue.add_argument("--max-gradings", type=int, default=None, help="with --watch: automatic gradings per student")
+    queue.add_argument("--queue-db", default=None, help="the queue's database, if not the gradebook's")
     args = parser.parse_args(argv)
-    summary = grade(args.root, args.assignment, args.jobs, args.db, args.student, args.force, not args.no_progress)
-    print(report(summary))
-    return 1 if summary.failures else 0
+    overrides = {"db_url": args.db} if args.db else {}
+    course = Course.load(args.root, **overrides)
+    if args.queue or args.wait or args.failed or args.watch:
+        from ..queue.client import grade_main
+
+        return grade_main(args, course)
+    status = 0
+    for hw in course.assignments(args.assignment):
+        if not args.assignment and not course.students("submitted", hw.name):
+            print(f"{hw.name}: no submissions in {course.folder('submitted')}, skipped")
+            continue
+        summary = grade(hw, args.jobs, args.student, args.force, not args.no_progress, overrides)
+        print(report(summary))
+        status |= bool(summary.failures)
+    return int(status)

@@ -18,7 +18,7 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import ROOT, CourseKitError
+from .. import ROOT, CourseKitError
 
 # What a static host compresses (nginx's gzip_types, GitHub Pages): text, scripts, JSON, SVG, XML.
 GZIP_TYPES = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
