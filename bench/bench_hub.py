@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from coursekit import hub as hubmod  # noqa: E402
+from coursekit.commands import hub as hubmod  # noqa: E402
 
 A = "transformers"
 

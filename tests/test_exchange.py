@@ -1,4 +1,4 @@
-"""coursekit/exchange.py and coursekit/markup.py on their own, without a hub (fast, no root): what collection copies
+"""coursekit/exchange.py and coursekit/autograde/markup.py on their own, without a hub (fast, no root): what collection copies
 from a submission folder, which names the exchange refuses, and the formgrader's view of a student's markup.
 tests/test_hub.py checks the same through a real hub, with real accounts."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from traitlets.config import Config
 
 from coursekit.exchange import FACTORY, SafeExchangeCollect, unsafe_name
-from coursekit.markup import InertMarkup
+from coursekit.autograde.markup import InertMarkup
 
 
 @pytest.mark.parametrize("kind,name", [("assignment", "../outbound/x"), ("assignment", "a/b"), ("course", ".."),

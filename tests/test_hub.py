@@ -32,14 +32,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT
-from coursekit import hub as hubmod
-from coursekit import regions
-from coursekit.cohort import Submission, autograded_cells, cells_of, read, release_path, source_path
+from conftest import ASSIGNMENT, COURSE, ROOT
+from coursekit import leaks
+from coursekit.commands import hub as hubmod
+from coursekit.notebook import secret_lines
+from coursekit.planting import Submission
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser, pytest.mark.slow]
 
-A = "transformers"
+A = ASSIGNMENT  # the homework the students fetch, submit and get graded on (every assignment is generated)
+HW = COURSE.assignment(A)
 FULL, PARTIAL, HOSTILE, LATE = "ck-t-ada", "ck-t-alan", "ck-t-mallory", "ck-t-grace"
 ROSTER = [FULL, PARTIAL, HOSTILE, LATE]
 OUTSIDER = "ck-t-eve"  # a Unix account, not on the roster
@@ -199,7 +201,7 @@ def hub(tmp_path_factory):
         print(down.stdout, down.stderr)
 
 
-def _student_notebooks(root: Path) -> dict[str, nbformat.NotebookNode]:
+def _student_notebooks() -> tuple[dict[str, nbformat.NotebookNode], dict[str, Submission]]:
     def canary(student):
         def mutate(nb):
             nb.cells.append(nbformat.v4.new_markdown_cell(f"My notes: {CANARY[student]}"))
@@ -232,12 +234,11 @@ for path in [exchange + "/pwned", {str(PATHS.course / 'pwned')!r}, "/home/{FULL}
     subs = {
         FULL: Submission(FULL, "full solution", solved="all", mutate=canary(FULL)),
         PARTIAL: Submission(PARTIAL, "partial", solved=["attention", "masked_mean"], mutate=canary(PARTIAL),
-                            fails=set(autograded_cells(read(source_path(root)))) - cells_of("attention", root)
-                            - cells_of("masked_mean", root)),
+                            fails=set(HW.autograded_cells) - HW.cells_of("attention") - HW.cells_of("masked_mean")),
         HOSTILE: Submission(HOSTILE, "hostile", solved="all", mutate=hostile),
         LATE: Submission(LATE, "late, full solution", solved="all", mutate=canary(LATE)),
     }
-    return {s: sub.notebook(root) for s, sub in subs.items()}, subs
+    return {s: sub.notebook(HW) for s, sub in subs.items()}, subs
 
 
 # ------------------------------------------------------------------------------------------------------ the term
@@ -263,11 +264,18 @@ def test_setup_accounts_folders_and_roles(hub):
     assert service_pids, "the grading service runs as the grader"
     status, body, _ = hub.call("GET", "/hub/api/services")
     assert status == 200 and hub.course in json.loads(body)
+    # every assignment of the course is generated in the course directory: in the gradebook, with its release
+    listed = {a["name"]: a for a in hub.formgrader("GET", "assignments")}
+    assert sorted(listed) == s["assignments"] == COURSE.assignment_names(), sorted(listed)
+    for name, assignment in listed.items():
+        assert assignment["id"] and assignment["max_score"] > 0 and assignment["release_path"], assignment
+        assert assignment["releaseable"] and assignment["status"] == "draft", assignment
 
 
 def test_release_start_servers_and_fetch(hub):
-    log = hub.formgrader("POST", f"assignment/{A}/release")
-    assert log["success"], log
+    for name in COURSE.assignment_names():  # the instructor releases every assignment; the students work on A
+        log = hub.formgrader("POST", f"assignment/{name}/release")
+        assert log["success"], (name, log)
     hub.results["spawn_s"] = hub.start_servers(ROSTER + [hubmod.INSTRUCTOR])
     # every port the hub, its proxy, the grading service and the users' servers listen on is on 127.0.0.1
     import psutil
@@ -282,6 +290,7 @@ def test_release_start_servers_and_fetch(hub):
         status, listing = hub.assignments(student, "fetch")
         assert status == 200 and listing["success"], listing
         assert any(a["assignment_id"] == A and a["status"] == "fetched" for a in listing["value"]), listing
+        assert {a["assignment_id"] for a in listing["value"]} == set(COURSE.assignment_names()), listing
         assert (Path(pwd.getpwnam(student).pw_dir) / A / f"{A}.ipynb").is_file()
 
 
@@ -312,7 +321,11 @@ def test_a_student_fetches_in_jupyterlabs_assignments_tab(hub, tmp_path):
             item.click()
             tab = page.locator("#nbgrader-assignment-list")
             expect(tab.get_by_text(A).first).to_be_visible()
-            tab.get_by_role("button", name="Fetch").first.click()
+            released = tab.locator("#released_assignments_list .list_item")
+            for name in COURSE.assignment_names():  # every released assignment is offered
+                expect(released.locator(".item_name", has_text=re.compile(f"^{name}$"))).to_be_visible()
+            released.filter(has=page.locator(".item_name", has_text=re.compile(f"^{A}$"))) \
+                .get_by_role("button", name="Fetch").click()
             expect(tab.locator("#fetched_assignments_list").get_by_text(A).first).to_be_visible()
             expect(page.locator(".jp-DirListing-item", has_text=A).first).to_be_visible()  # the file browser's poll
         page.screenshot(path=str(hub.shots / "hub-assignments.png"))
@@ -330,7 +343,7 @@ def _publish(hub, name):
 
 
 def test_students_submit_one_late_one_hostile(hub):
-    notebooks, subs = _student_notebooks(ROOT)
+    notebooks, subs = _student_notebooks()
     hub.results["subs"] = subs
     for student in (FULL, PARTIAL):
         hub.put_notebook(student, f"{A}/{A}.ipynb", notebooks[student])
@@ -457,11 +470,11 @@ for sub in gb.assignment_submissions({A!r}):
                            "cells": {{g.name: g.score for nb in sub.notebooks for g in nb.grades}}}}
 """)
     for student, sub in hub.results["subs"].items():
-        expected = sub.expected_scores(ROOT)
+        expected = sub.expected_scores(HW)
         assert {k: scores[student]["cells"][k] for k in expected} == expected, student
     assert [s for s in ROSTER if scores[s]["late"]] == [LATE]
     # the hostile cell ran in the sandbox: nothing of the machine was there to read or write
-    graded = read(PATHS.course / "autograded" / HOSTILE / A / f"{A}.ipynb")
+    graded = nbformat.read(str(PATHS.course / "autograded" / HOSTILE / A / f"{A}.ipynb"), as_version=4)
     outputs = "\n".join(o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", []))
     reads = re.findall(r"HOSTILE read (\S+) (\S+)", outputs)
     writes = re.findall(r"HOSTILE (wrote|write) (\S+)(?: (\S+))?", outputs)
@@ -534,12 +547,7 @@ def test_feedback_reaches_each_student_and_nothing_else(hub):
     for student in ROSTER:
         status, listing = hub.assignments(student, "fetch_feedback")
         assert status == 200 and listing["success"], listing
-    public = "\n".join(regions.normalise(line) for cell in read(release_path(ROOT)).cells
-                       for line in cell.source.split("\n"))
-    source = read(source_path(ROOT)).cells
-    hidden = regions.secret_lines(source, {"hidden": regions.delimiters()["hidden"]}, public)
-    from coursekit import leaks
-
+    hidden = secret_lines(HW.source.cells, {"hidden": HW.marks["hidden"]}, leaks.public_text([HW.release_path]))
     for student in ROSTER:
         home = Path(pwd.getpwnam(student).pw_dir)
         pages = sorted((home / A / "feedback").rglob("*.html"))

@@ -3,7 +3,7 @@
 nbgrader's formgrader renders a submission's markdown cells with ``markdown2html`` and no sanitizer, inside your own
 Jupyter session (on a hub: the grading service, with the grader's rights). A written answer holding
 ``<img src=x onerror=...>`` would run its script there when you open the submission, and could change grades or read
-the hidden tests. ``coursekit.grading.PassiveOutputs`` already drops active outputs; this preprocessor does the same
+the hidden tests. ``coursekit.autograde.outputs.PassiveOutputs`` already drops active outputs; this preprocessor does the same
 for what the student typed: every markdown cell nbgrader did not restore from the gradebook (locked cells are your
 own text) gets each HTML tag opener ``<`` written as the entity ``&lt;``, so the markup shows as text, and raw cells
 lose the format that would make the page include them verbatim. Autograded copies only: ``submitted/`` is untouched.

@@ -5,6 +5,8 @@
 * an **instructor** (``ck-instructor``) who signs in to the hub and reaches the course's grading service;
 * a **grader** (``ck-grader``) that owns the course directory (a copy of this repository's course, without student
   data) and runs the formgrader as a hub service, grading in the sandbox with cgroups delegated to it (no root);
+  every assignment of ``assignments/`` is generated there (its release and gradebook record), and the instructor
+  releases each to the students from the formgrader when it is due to start;
 * **students** from a roster CSV (nbgrader's ``id,first_name,last_name,email``; ``hub/roster.csv`` by default), each
   in the Unix group that opens the course's folder of nbgrader's exchange, registered in the gradebook.
 
@@ -36,7 +38,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, CourseKitError, copy_course
+from .. import ROOT, CourseKitError, copy_course
 
 HUB = ROOT / "hub"
 PREFIX = Path("/opt/coursekit-hub")           # the environment every account runs: venv + node_modules + etc
@@ -45,7 +47,6 @@ SRV = Path("/srv/coursekit")                  # the course directory and the exc
 SYSTEM_PYTHON = "/usr/bin/python3.11"
 INSTRUCTOR, GRADER, STUDENTS_GROUP = "ck-instructor", "ck-grader", "ck-students"
 ADMIN_SERVICE = "coursekit-admin"
-ASSIGNMENT = "transformers"
 NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # a portable Unix user name (useradd's default rule)
 ROLES = {  # which nbgrader extensions each kind of session gets (server extension module, lab plugin)
     "student": {"assignment_list"},
@@ -304,9 +305,10 @@ def _passwords(paths: Paths, state: State, names: list[str]) -> dict[str, str]:
 def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
     """The course directory (owned by the grader) and nbgrader's exchange, with the permissions that keep students
     apart: see book/instructors.md, 'Hosting the course'."""
-    from .course import Course
+    from ..course import Course
 
-    course_id = Course.load(ROOT).coursedir.course_id
+    course = Course.load(ROOT)
+    course_id, assignments = course.course_id, course.assignment_names()
     if not paths.srv.exists():
         paths.srv.mkdir(parents=True)
         state.folders.append(str(paths.srv))
@@ -334,12 +336,15 @@ def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
         os.chmod(path, mode)
     venv_bin = paths.venv / "bin"
     env = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+    # Every assignment of the course (assignments/<id>/) gets its release and its gradebook record; releasing one to
+    # the students (the exchange's outbound) stays the instructor's decision, in the formgrader.
     generated = paths.course / ".coursekit-generated"
-    if not generated.exists():
-        log("generating the release and the gradebook as the grader (nbgrader generate_assignment)")
-        _run([venv_bin / "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=paths.course, user=GRADER,
-             env=env)
-        generated.write_text(ASSIGNMENT + "\n")
+    done = set(generated.read_text().split()) if generated.exists() else set()
+    for name in [a for a in assignments if a not in done]:
+        log(f"generating {name}'s release and gradebook record as the grader (nbgrader generate_assignment)")
+        _run([venv_bin / "nbgrader", "generate_assignment", name, "--force"], cwd=paths.course, user=GRADER, env=env)
+        done.add(name)
+        generated.write_text("".join(f"{a}\n" for a in sorted(done)))
     roster_csv = paths.course / "roster.csv"
     with open(roster_csv, "w", newline="") as f:
         writer = csv.writer(f)
@@ -348,12 +353,12 @@ def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
             writer.writerow([s.id, s.first_name, s.last_name, s.email])
     os.chown(roster_csv, grader.pw_uid, grader.pw_gid)
     _run([venv_bin / "nbgrader", "db", "student", "import", "roster.csv"], cwd=paths.course, user=GRADER, env=env)
-    return {"course_id": course_id}
+    return {"course_id": course_id, "assignments": assignments}
 
 
 # ----------------------------------------------------------------------------------------------------- the cgroups
 def _delegate(state: State, log) -> None:
-    from .sandbox.cgroups import BASE, NAME as CGROUP, V1_CONTROLLERS, delegate
+    from ..sandbox.cgroups import BASE, NAME as CGROUP, V1_CONTROLLERS, delegate
 
     if (BASE / "cgroup.controllers").exists():
         raise CourseKitError("this machine has cgroup v2: the hub's grader needs a delegated systemd scope for "
@@ -363,7 +368,7 @@ def _delegate(state: State, log) -> None:
         key = str(root)
         if key not in state.cgroups:
             state.cgroups[key] = [root.stat().st_uid, root.stat().st_gid] if root.exists() else None
-    from .sandbox.cgroups import CgroupError
+    from ..sandbox.cgroups import CgroupError
 
     try:
         delegated = delegate(GRADER)
