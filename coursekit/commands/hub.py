@@ -307,8 +307,7 @@ def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
     apart: see book/instructors.md, 'Hosting the course'."""
     from ..course import Course
 
-    course = Course.load(ROOT)
-    course_id, assignments = course.course_id, course.assignment_names()
+    course_id = Course.load(ROOT).course_id
     if not paths.srv.exists():
         paths.srv.mkdir(parents=True)
         state.folders.append(str(paths.srv))
@@ -336,8 +335,10 @@ def _course(paths: Paths, state: State, roster: list[Student], log) -> dict:
         os.chmod(path, mode)
     venv_bin = paths.venv / "bin"
     env = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-    # Every assignment of the course (assignments/<id>/) gets its release and its gradebook record; releasing one to
-    # the students (the exchange's outbound) stays the instructor's decision, in the formgrader.
+    # Every assignment of the course directory (assignments/<id>/: the repository's when it was copied, and any the
+    # instructor added there since) gets its release and its gradebook record, once; releasing one to the students
+    # (the exchange's outbound) stays the instructor's decision, in the formgrader.
+    assignments = Course.load(paths.course).assignment_names()
     generated = paths.course / ".coursekit-generated"
     done = set(generated.read_text().split()) if generated.exists() else set()
     for name in [a for a in assignments if a not in done]:
