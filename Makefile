@@ -84,3 +84,25 @@ bench: $(STAMP) $(LIGHTHOUSE)
 	$(BIN)/python bench/bench_learner.py
 	$(MAKE) --no-print-directory book
 	$(BIN)/python bench/bench_reader.py
+
+# --- The hosted course (book/instructors.md "Hosting the course"): JupyterHub + nbgrader's exchange, real accounts ---
+# As root. `make hub` builds the hub's environment in /opt/coursekit-hub (from the system python3.11, cached), creates
+# the accounts, the course directory and the exchange, delegates the grading cgroups to the grader and starts the hub on
+# http://127.0.0.1:8000. ROSTER=students.csv loads a real roster (nbgrader's id,first_name,last_name,email).
+# `make hub-down` stops it and removes what it created (the environment stays; `make hub-purge` removes it too).
+ROSTER   ?= hub/roster.csv
+HUB_PORT ?= 8000
+HUB_PY   := /usr/bin/python3.11
+.PHONY: hub hub-down hub-purge hub-env
+
+hub-env:
+	PYTHONPATH=$(CURDIR) $(HUB_PY) -m coursekit hub install
+
+hub: hub-env
+	PYTHONPATH=$(CURDIR) /opt/coursekit-hub/venv/bin/python -m coursekit hub up --roster $(ROSTER) --port $(HUB_PORT)
+
+hub-down:
+	PYTHONPATH=$(CURDIR) /opt/coursekit-hub/venv/bin/python -m coursekit hub down
+
+hub-purge:
+	PYTHONPATH=$(CURDIR) /opt/coursekit-hub/venv/bin/python -m coursekit hub down --purge

@@ -77,6 +77,13 @@ c.GenerateFeedback.preprocessors = [
 # file names (older re-uploads, non-notebooks and late flags are named in warnings; nothing is deleted).
 c.ZipCollectApp.collector_plugin = "coursekit.collect.PlatformCollector"
 
+# --- The exchange: students fetch and submit on a JupyterHub (hub/, book/instructors.md "Hosting the course") ------
+# Collecting from nbgrader's exchange copies only regular files and folders of a submission, never follows a link, skips
+# FIFOs, devices and files over c.GradingSandbox.max_file_mb, and takes a student's submission only from a folder that
+# student owns; every file left out is named with its student (coursekit/exchange.py). The hub's own configuration
+# (hub/nbgrader_config.py) sets the exchange's folder and the other steps (fetch, submit, release, feedback).
+c.ExchangeFactory.collect = "coursekit.exchange.SafeExchangeCollect"
+
 # --- Export ------------------------------------------------------------------------------------------------------
 # nbgrader's CSV, after a warning that names every written answer not graded yet (it would count as 0). For a
 # platform's grade import: --exporter=coursekit.export.CanvasCsvExport or ...MoodleWorksheetExport.
@@ -114,8 +121,18 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.LimitOutput",
     "coursekit.autograde.outputs.TruncateOutput",
     "coursekit.autograde.outputs.PassiveOutputs",
+    "coursekit.autograde.markup.InertMarkup",  # a student's HTML in markdown shows as text in the formgrader, never runs
     "nbgrader.preprocessors.SaveAutoGrades",
     "coursekit.autograde.model_answers.ModelAnswers",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# --- Grading on many machines: the queue (coursekit/queue/; book/instructors.md "Grading a large cohort") -----------
+# `python -m coursekit grade A --queue` puts one job per submission in a queue that `python -m coursekit worker` takes
+# from on any machine; it lives in the gradebook's PostgreSQL database (schema grading_queue) unless db_url says
+# otherwise. A lost worker's job is taken up by another after lease_s seconds without its heartbeat.
+# c.GradingQueue.db_url = "postgresql://user:password@host/dbname"   # default: the gradebook's (if PostgreSQL)
+# c.GradingQueue.lease_s = 45
+# c.GradingQueue.max_attempts = 3      # per job, failed autogrades and lost workers together
+# c.GradingQueue.max_gradings = 5      # grade --watch: automatic gradings per student and assignment

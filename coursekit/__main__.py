@@ -3,7 +3,10 @@ import importlib
 import sys
 
 COMMANDS = {
-    "grade": ("coursekit.commands.grade", "pre-flight, then autograde submissions with N parallel workers"),
+    "grade": ("coursekit.commands.grade", "pre-flight, then autograde with N parallel workers (or --queue, --watch)"),
+    "worker": ("coursekit.commands.worker", "take grading jobs from the queue (any host) until stopped"),
+    "status": ("coursekit.commands.status", "the grading queue: done/running/queued/failed per student, ETA (--json)"),
+    "cancel": ("coursekit.commands.cancel", "take queued grading jobs back out of the queue"),
     "preflight": ("coursekit.commands.preflight", "check/repair submitted/ into preflight/submitted/ before autograde"),
     "cohort": ("coursekit.commands.cohort", "write (or list, or remove) each assignment's demo cohort in submitted/"),
     "report": ("coursekit.commands.report", "regenerate the grading report's tables from real autograde runs"),
@@ -13,6 +16,7 @@ COMMANDS = {
     "preview": ("coursekit.commands.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
     "library": ("coursekit.commands.library", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
     "book": ("coursekit.book", "print the book's execution time limit or its chapters (for the Makefile)"),
+    "hub": ("coursekit.commands.hub", "as root: the course hosted on JupyterHub with real accounts (up, down, status)"),
 }
 
 

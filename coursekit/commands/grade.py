@@ -14,8 +14,8 @@ every assignment when none is named):
 
 SQLite takes one writer at a time: nbgrader's writes are short, so a worker waits its turn (SQLite's busy timeout),
 and a submission whose autograde still found the gradebook locked is graded again at the end. A PostgreSQL gradebook
-(``--db postgresql://…`` or ``CourseDirectory.db_url``) takes concurrent writers: the scale-out path, where workers
-on several machines can grade disjoint sets of students (``--student``).
+(``--db postgresql://…`` or ``CourseDirectory.db_url``) takes concurrent writers. Beyond one machine, ``--queue``
+puts one job per submission in the grading queue for ``python -m coursekit worker`` on any host (``coursekit/queue/``).
 
 Kernels started by parallel workers get ``OMP_NUM_THREADS = cores // jobs`` (unless already set), so N kernels do not
 oversubscribe the CPU with PyTorch's thread pools.
@@ -249,9 +249,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="regrade submissions that were already autograded")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     parser.add_argument("--no-progress", action="store_true")
+    queue = parser.add_argument_group("the grading queue (workers on any host: coursekit/queue/, book/instructors.md)")
+    queue.add_argument("--queue", action="store_true", help="put one job per submission in the queue and return")
+    queue.add_argument("--wait", action="store_true", help="with --queue: follow the jobs to the end, then report")
+    queue.add_argument("--failed", action="store_true", help="with --queue: grade again every submission whose job "
+                                                              "failed")
+    queue.add_argument("--watch", action="store_true", help="grade on submit: queue new submissions as they arrive")
+    queue.add_argument("--exchange", action="store_true", help="with --watch: collect nbgrader's exchange inbound too")
+    queue.add_argument("--max-gradings", type=int, default=None, help="with --watch: automatic gradings per student")
+    queue.add_argument("--queue-db", default=None, help="the queue's database, if not the gradebook's")
     args = parser.parse_args(argv)
     overrides = {"db_url": args.db} if args.db else {}
     course = Course.load(args.root, **overrides)
+    if args.queue or args.wait or args.failed or args.watch:
+        from ..queue.client import grade_main
+
+        return grade_main(args, course)
     status = 0
     for hw in course.assignments(args.assignment):
         if not args.assignment and not course.students("submitted", hw.name):

@@ -208,9 +208,9 @@ def copy_regular_files(folder: Path, dest: Path, student: str, policy) -> list[P
 
 
 # ------------------------------------------------------------------------------------------------ the command
-def run(assignment, out: Path | None = None) -> Result:
+def run(assignment, out: Path | None = None, students: list[str] | None = None) -> Result:
     """Check every submission of ``assignment`` (an ``Assignment``) into ``out`` (default: ``preflight/`` in its
-    course)."""
+    course); with ``students``, only theirs (grading on submit), keeping what earlier runs found for the others."""
     import nbformat
 
     course, name = assignment.course, assignment.name
@@ -221,6 +221,8 @@ def run(assignment, out: Path | None = None) -> Result:
     policy = GradingSandbox(config=course.config)
     result = Result(name)
     for student in course.students("submitted", name):
+        if students is not None and student not in students:
+            continue
         folder = course.path("submitted", student, name)
         result.students.append(student)
         dest = mirror / student / name
@@ -261,13 +263,17 @@ def run(assignment, out: Path | None = None) -> Result:
                 nbformat.write(repaired, str(dest / nbname))
             elif path != folder / nbname:
                 shutil.copy2(path, dest / nbname)
-    for stale in (mirror.iterdir() if mirror.is_dir() else []):  # students no longer in submitted/
-        if stale.name not in result.students and (stale / name).is_dir():
-            shutil.rmtree(stale / name)
+    report = {"assignment": name, "students": result.students, "problems": [asdict(p) for p in result.problems]}
+    if students is None:
+        for stale in (mirror.iterdir() if mirror.is_dir() else []):  # students no longer in submitted/
+            if stale.name not in result.students and (stale / name).is_dir():
+                shutil.rmtree(stale / name)
+    elif (out / f"{name}.json").is_file():  # the others' findings stay as the last run left them
+        before = json.loads((out / f"{name}.json").read_text())
+        report["students"] = sorted(set(before["students"]) | set(result.students))
+        report["problems"] = [p for p in before["problems"] if p["student"] not in result.students] + report["problems"]
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(
-        {"assignment": name, "students": result.students, "problems": [asdict(p) for p in result.problems]},
-        indent=1, sort_keys=True) + "\n")
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     return result
 
 

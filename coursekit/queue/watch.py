@@ -1,0 +1,153 @@
+"""Grading on submit: ``python -m coursekit grade [ASSIGNMENT ...] --watch`` enqueues new submissions as they arrive.
+
+Every ``c.GradingQueue.watch_interval_s`` seconds it looks at ``submitted/<student>/<assignment>/`` (where ``nbgrader
+collect`` and ``nbgrader zip_collect`` put submissions). With ``--exchange`` it first runs stock ``nbgrader collect``
+for an assignment whenever nbgrader's exchange inbound folder holds a submission it has not collected yet, so students
+who ``nbgrader submit`` (or press *Submit* in JupyterHub) are graded without anyone typing a command.
+
+A submission is new when its folder's fingerprint (every file's path, size and modification time) differs from the
+one last seen; it is enqueued once the folder has stayed the same for ``settle_s`` seconds (a copy in progress is
+not graded half-way), after pre-flight of that student alone, at a higher priority than a batch (``grade --queue``)
+so that feedback comes within minutes even while a large batch runs. The limits it respects:
+
+* **attempts per student**: at most ``c.GradingQueue.max_gradings`` automatic gradings per student and assignment
+  (``--max-gradings``); later submissions are listed and left for you (``grade A --queue --student ID --force``);
+* **deadlines**: a submission whose nbgrader timestamp (``timestamp.txt``) is after the assignment's due date in the
+  gradebook (``nbgrader db assignment add A --duedate=…``) is not graded on submit; your own run grades it, and
+  nbgrader applies its late penalty then;
+* a submission already autograded after its last change (e.g. by a batch) is not graded again.
+
+What it has seen, and how often it enqueued each submission, lives in the queue's database
+(``coursekit_submissions``), so a restarted watcher neither forgets the limits nor grades everything again.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import datetime
+from pathlib import Path
+
+from . import Seen
+
+
+def fingerprint(folder: Path) -> str:
+    """Every file's path, size and modification time (links are not followed)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        digest.update(f"{path.relative_to(folder)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def newest_change(folder: Path) -> float:
+    return max([p.lstat().st_mtime for p in folder.rglob("*")] + [folder.lstat().st_mtime])
+
+
+def due_date(course, assignment: str) -> datetime | None:
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
+class Watcher:
+    def __init__(self, course, assignments, queue, echo=print, exchange: bool = False,
+                 interval: float | None = None, settle: float | None = None, max_gradings: int | None = None):
+        settings = queue.settings
+        self.course, self.assignments, self.queue, self.echo, self.exchange = course, assignments, queue, echo, exchange
+        self.interval = settings.watch_interval_s if interval is None else interval
+        self.settle = settings.settle_s if settle is None else settle
+        self.max_gradings = settings.max_gradings if max_gradings is None else max_gradings
+        self.pending: dict[tuple[str, str], tuple[str, float]] = {}  # changed, not quiet long enough yet
+        self.inbound_seen: set[str] = set()
+        self.told: set[tuple[str, str, str]] = set()
+
+    def run(self, rounds: int | None = None) -> None:
+        """Look every ``interval`` seconds (``rounds`` times, or until interrupted)."""
+        n = 0
+        while rounds is None or n < rounds:
+            self.once()
+            n += 1
+            if rounds is None or n < rounds:
+                time.sleep(self.interval)
+
+    def once(self) -> list[tuple[str, str]]:
+        queued = []
+        for hw in self.assignments:
+            if self.exchange:
+                self.collect(hw.name)
+            queued += self.look(hw)
+        return queued
+
+    # ---------------------------------------------------------------------------------------------- the exchange
+    def collect(self, assignment: str) -> None:
+        """Stock ``nbgrader collect`` when the exchange inbound folder has a submission of ``assignment`` it had not."""
+        from nbgrader.apps.api import NbGraderAPI
+        from nbgrader.exchange.default.exchange import Exchange
+
+        inbound = Path(Exchange(config=self.course.config).root) / self.course.course_id / "inbound"
+        found = {p.name for p in inbound.glob(f"*+{assignment}+*")} if inbound.is_dir() else set()
+        if not found - self.inbound_seen:
+            return
+        api = NbGraderAPI(coursedir=self.course.coursedir, config=self.course.config)
+        out = api.collect(assignment, update=True)
+        if out.get("success"):
+            self.inbound_seen |= found
+        else:
+            self.echo(f"watch: nbgrader collect {assignment} failed: {(out.get('error') or out.get('log') or '')[-500:]}")
+
+    # ---------------------------------------------------------------------------------------------- submitted/
+    def look(self, hw) -> list[tuple[str, str]]:
+        from ..commands import preflight
+
+        course, name = self.course, hw.name
+        seen = self.queue.seen(name)
+        due = due_date(course, name)
+        now = time.monotonic()
+        ready: dict[str, tuple[str, Seen]] = {}
+        for student in course.students("submitted", name):
+            folder = course.path("submitted", student, name)
+            fp = fingerprint(folder)
+            before = seen.get(student)
+            if before and before.fingerprint == fp:
+                self.pending.pop((name, student), None)
+                continue
+            if self.pending.get((name, student), ("",))[0] != fp:
+                self.pending[(name, student)] = (fp, now)  # changed: wait until it has been quiet for settle_s
+                if self.settle > 0:
+                    continue
+            if now - self.pending[(name, student)][1] < self.settle:
+                continue
+            self.pending.pop((name, student), None)
+            record = Seen(fp, before.gradings if before else 0)
+            graded = course.path("autograded", student, name)
+            stamp = course.coursedir.get_existing_timestamp(str(folder))
+            if before is None and graded.is_dir() and newest_change(graded) >= newest_change(folder):
+                record.note = "already autograded"
+            elif due is not None and stamp is not None and stamp > due:
+                record.note = f"submitted {stamp:%Y-%m-%d %H:%M} UTC, after the due date {due:%Y-%m-%d %H:%M} UTC"
+            elif record.gradings >= self.max_gradings:
+                record.note = f"limit of {self.max_gradings} automatic gradings reached"
+            if record.note:
+                self.queue.remember(name, student, record)
+                if record.note != "already autograded":
+                    self.echo(f"watch: {name}/{student}: new submission not graded on submit: {record.note} "
+                              f"(grade it with: python -m coursekit grade {name} --queue --student {student} --force)")
+                continue
+            record.gradings += 1
+            ready[student] = (fp, record)
+        if not ready:
+            return []
+        checked = preflight.run(hw, students=sorted(ready))
+        for problem in checked.problems:
+            self.echo(f"watch: pre-flight: {problem.line()}")
+        queued = self.queue.enqueue(name, sorted(ready), priority=10)
+        for job in queued:
+            fp, record = ready[job.student]
+            self.queue.remember(name, job.student, record)
+            self.echo(f"watch: {name}/{job.student}: {'already queued' if job.already else 'queued'} "
+                      f"(automatic grading {record.gradings} of at most {self.max_gradings})")
+        return [(name, job.student) for job in queued]

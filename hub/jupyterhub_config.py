@@ -1,0 +1,97 @@
+"""JupyterHub configuration of the hosted course (``python -m coursekit hub up`` copies it next to settings.json).
+
+Every value that changes between machines (ports, paths, account names, the roster) comes from ``settings.json``,
+written by ``coursekit/commands/hub.py``; secrets (the admin service's token, the hub's cookie secret) stay in the state folder,
+readable by root only. What each account can do is documented in book/instructors.md, "Hosting the course".
+"""
+import json
+import os
+from pathlib import Path
+
+c = get_config()  # noqa: F821 -- provided by traitlets when it loads this file
+
+ETC = Path(os.environ.get("COURSEKIT_HUB_ETC", Path(__file__).resolve().parent))
+S = json.loads((ETC / "settings.json").read_text())
+STATE = Path(S["state"])
+VENV = Path(S["venv"])
+COURSE = S["course_id"]
+PATH = f"{VENV / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+
+# --- Where it listens: 127.0.0.1 unless `up --ip` says otherwise; internal ports picked free by the setup -----------
+c.JupyterHub.bind_url = S["url"]
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{S['hub_port']}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{S['proxy_api_port']}"
+c.ConfigurableHTTPProxy.command = [str(Path(S["node_modules"]) / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every server it started
+
+# --- Who signs in: real Unix accounts through PAM (on a real host: LTI 1.3 or OAuth, see the instructors page) -----
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.open_sessions = False  # no login session per server (no systemd-logind here)
+c.Authenticator.allowed_users = {S["instructor"], *S["students"]}
+c.Authenticator.admin_users = set()  # nobody opens another user's server; the instructor is not a hub admin
+
+# --- Each user's server: their own Unix account, the course environment, the nbgrader extensions of their role -----
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(VENV / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.environment = {"PATH": PATH, "LANG": "C.UTF-8"}
+c.Spawner.start_timeout = 180
+c.Spawner.http_timeout = 180
+c.JupyterHub.concurrent_spawn_limit = 40
+
+
+def role_of(name: str) -> str:
+    return "instructor" if name == S["instructor"] else "student"
+
+
+def pre_spawn_hook(spawner):
+    # JUPYTER_CONFIG_PATH: the role's folder (which nbgrader server extensions and JupyterLab plugins run), read
+    # before the environment's own configuration (hub/nbgrader_config.py: the exchange, the course id).
+    spawner.environment["JUPYTER_CONFIG_PATH"] = str(ETC / "roles" / role_of(spawner.user.name))
+
+
+c.Spawner.pre_spawn_hook = pre_spawn_hook
+
+# --- Services: the course's grading server (the formgrader) as the grader; an API client for the setup and tests -----
+c.JupyterHub.services = [
+    {
+        "name": COURSE,  # nbgrader's course list finds the formgrader at /services/<course id>
+        "url": f"http://127.0.0.1:{S['service_port']}",
+        "command": [str(VENV / "bin" / "jupyterhub-singleuser")],
+        "user": S["grader"],
+        "cwd": S["course_dir"],
+        "environment": {
+            "PATH": PATH, "LANG": "C.UTF-8", "HOME": f"/home/{S['grader']}",
+            "JUPYTERHUB_DEFAULT_URL": "/formgrader",
+            "JUPYTER_CONFIG_PATH": str(ETC / "roles" / "grader"),
+        },
+        "oauth_no_confirm": True,
+        "display": True,
+    },
+    {
+        "name": S["admin_service"],
+        "api_token": (STATE / "admin-token").read_text().strip(),
+    },
+]
+
+# --- Roles: the instructor reaches the grading service; students reach only their own server ------------------------
+c.JupyterHub.load_groups = {f"formgrade-{COURSE}": {"users": [S["instructor"]]}}
+c.JupyterHub.load_roles = [
+    {
+        "name": f"formgrade-{COURSE}",
+        "groups": [f"formgrade-{COURSE}"],
+        "scopes": [f"access:services!service={COURSE}", "list:services", f"read:services!service={COURSE}"],
+    },
+    # A server's own token may do what its owner may (nbgrader's course list asks the hub for the grading service).
+    {"name": "server", "scopes": ["inherit"]},
+    {
+        "name": S["admin_service"],
+        "services": [S["admin_service"]],
+        "scopes": ["admin:users", "admin:servers", "tokens", "list:users", "read:users", "list:services",
+                   "read:services", f"access:services!service={COURSE}", "read:hub"],
+    },
+]

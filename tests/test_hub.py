@@ -1,0 +1,626 @@
+"""The hosted course, end to end (issue 25): a real JupyterHub with real Unix accounts, driven as its clients drive it.
+
+``python -m coursekit hub up`` brings the hub up on 127.0.0.1 (free ports) with a roster of four students and a few load
+students; everything below goes through the hub: its REST API (tokens, servers), each student's own server (nbgrader's
+assignment-list API, the contents API), the grading service's formgrader API as the instructor, and Chromium for what
+a person does (a student fetching in JupyterLab's Assignments tab, the instructor grading in the formgrader). Unix
+permissions are checked as the students themselves (runuser). ``hub down`` at the end (also when a test fails)
+removes every account, process, folder and cgroup delegation, and the last test checks that it did.
+
+Marked ``hub``: needs root, bubblewrap, cgroup v1, Chromium and npm (CI runs it; deselect with ``-m "not hub"``).
+"""
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ASSIGNMENT, COURSE, ROOT
+from coursekit import leaks
+from coursekit.commands import hub as hubmod
+from coursekit.notebook import secret_lines
+from coursekit.planting import Submission
+
+pytestmark = [pytest.mark.hub, pytest.mark.browser, pytest.mark.slow]
+
+A = ASSIGNMENT  # the homework the students fetch, submit and get graded on (every assignment is generated)
+HW = COURSE.assignment(A)
+FULL, PARTIAL, HOSTILE, LATE = "ck-t-ada", "ck-t-alan", "ck-t-mallory", "ck-t-grace"
+ROSTER = [FULL, PARTIAL, HOSTILE, LATE]
+OUTSIDER = "ck-t-eve"  # a Unix account, not on the roster
+LOAD = 4               # load students in the test (bench/bench_hub.py runs 30)
+ANSWER = "handcrafted_rule"
+PATHS = hubmod.Paths()
+HUB_PY = PATHS.venv / "bin" / "python"
+CANARY = {s: f"canary-{s}-{secrets.token_hex(6)}" for s in ROSTER}
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _hub_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    python = HUB_PY if args[0] != "install" else Path(hubmod.SYSTEM_PYTHON)
+    proc = subprocess.run([str(python), "-m", "coursekit", "hub", *args], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"coursekit hub {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}" \
+                                 f"\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def as_user(user: str, code: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Python ``code`` run as the Unix account ``user`` with the hub's environment (what a terminal of theirs does)."""
+    home = pwd.getpwnam(user).pw_dir
+    return subprocess.run(["runuser", "-u", user, "--", "env", f"HOME={home}", f"USER={user}",
+                           f"PATH={PATHS.venv / 'bin'}:/usr/bin:/bin", str(HUB_PY), "-c", code],
+                          cwd=home, capture_output=True, text=True, timeout=timeout)
+
+
+def nbgrader_as(user: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    home = pwd.getpwnam(user).pw_dir
+    return subprocess.run(["runuser", "-u", user, "--", "env", f"HOME={home}", f"USER={user}",
+                           f"PATH={PATHS.venv / 'bin'}:/usr/bin:/bin", "nbgrader", *args],
+                          cwd=home, capture_output=True, text=True, timeout=timeout)
+
+
+class Hub:
+    """The running hub as its clients see it: REST calls with a token, per-user tokens made through the API."""
+
+    def __init__(self):
+        self.settings = json.loads((PATHS.etc / "settings.json").read_text())
+        self.url = self.settings["url"]
+        self.course = self.settings["course_id"]
+        self.admin = (PATHS.state / "admin-token").read_text().strip()
+        self.passwords = json.loads((PATHS.state / "passwords.json").read_text())
+        self.tokens: dict[str, str] = {}
+
+    def call(self, method: str, path: str, token: str | None = None, data=None, form=None, timeout: float = 300):
+        headers = {"Authorization": f"token {token or self.admin}"}
+        body = None
+        if data is not None:
+            body, headers["Content-Type"] = json.dumps(data).encode(), "application/json"
+        if form is not None:
+            body = urllib.parse.urlencode(form).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read().decode(), {k.lower(): v for k, v in response.headers.items()}
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()}
+
+    def token(self, user: str) -> str:
+        if user not in self.tokens:
+            status, body, _ = self.call("POST", f"/hub/api/users/{user}/tokens", data={"note": "test_hub",
+                                                                                      "expires_in": 3600})
+            assert status in (200, 201), (user, status, body)
+            self.tokens[user] = json.loads(body)["token"]
+        return self.tokens[user]
+
+    def formgrader(self, method: str, path: str, data=None, timeout: float = 600) -> dict:
+        """The grading service's formgrader API, called as the instructor (what its buttons call)."""
+        status, body, _ = self.call(method, f"/services/{self.course}/formgrader/api/{path}",
+                                    self.token(hubmod.INSTRUCTOR), data=data, timeout=timeout)
+        assert status == 200, (path, status, body[:2000])
+        return json.loads(body)
+
+    def assignments(self, user: str, action: str, assignment: str = A) -> tuple[int, dict]:
+        """nbgrader's assignment-list API of ``user``'s own server (the Assignments tab's buttons)."""
+        path = f"/user/{user}/assignments" + (f"/{action}" if action != "list" else f"?course_id={self.course}")
+        if action == "list":
+            status, body, _ = self.call("GET", path, self.token(user))
+        else:
+            status, body, _ = self.call("POST", path, self.token(user),
+                                        form={"course_id": self.course, "assignment_id": assignment})
+        return status, json.loads(body) if body.startswith("{") else {"raw": body}
+
+    def start_servers(self, users: list[str], timeout: float = 300) -> dict[str, float]:
+        started = {}
+        for user in users:
+            status, body, _ = self.call("POST", f"/hub/api/users/{user}/server")
+            assert status in (201, 202), (user, status, body)
+            started[user] = time.monotonic()
+        ready, deadline = {}, time.monotonic() + timeout
+        while len(ready) < len(users) and time.monotonic() < deadline:
+            for user in set(users) - set(ready):
+                _, body, _ = self.call("GET", f"/hub/api/users/{user}")
+                if json.loads(body)["servers"].get("", {}).get("ready"):
+                    ready[user] = time.monotonic() - started[user]
+            time.sleep(0.2)
+        assert len(ready) == len(users), f"servers not ready after {timeout} s: {sorted(set(users) - set(ready))}"
+        return ready
+
+    def put_notebook(self, user: str, path: str, nb) -> None:
+        status, body, _ = self.call("PUT", f"/user/{user}/api/contents/{path}", self.token(user),
+                                    data={"type": "notebook", "format": "json", "content": nb})
+        assert status in (200, 201), (user, path, status, body[:500])
+
+
+def grader_query(code: str) -> dict:
+    """Read the gradebook as the grader, through nbgrader's API (root never opens the grader's SQLite file)."""
+    prelude = ("import json, sys\nfrom nbgrader.api import Gradebook\n"
+               f"gb = Gradebook('sqlite:///{PATHS.course / 'gradebook.db'}', 'transformers-by-hand')\n")
+    proc = as_user(hubmod.GRADER, prelude + code + "\nprint(json.dumps(out))")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------------- fixtures
+def _require():
+    if os.geteuid() != 0:
+        pytest.skip("the hub test creates Unix accounts: run it as root (CI does)")
+    missing = [t for t in ("bwrap", "runuser", "useradd", "npm", "node") if shutil.which(t) is None]
+    assert not missing, f"missing {missing}: .ci/run installs them"
+    assert not (Path("/sys/fs/cgroup/cgroup.controllers")).exists(), "the hub test needs cgroup v1 (this machine's)"
+    state = hubmod.State.load(PATHS)
+    if hubmod._alive(state.pid):
+        pytest.skip(f"a hub is already running here ({state.url}): `sudo make hub-down` first")
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    _require()
+    started = time.monotonic()
+    _hub_cli("install", timeout=1800)  # cached: only when a pin or the package changed
+    installed = time.monotonic() - started
+    roster = tmp_path_factory.mktemp("roster") / "students.csv"
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s[5:].title()},Test,{s}@example.org\n"
+                                                                    for s in ROSTER))
+    before = {p.pw_name for p in pwd.getpwall()}
+    try:
+        _hub_cli("up", "--roster", str(roster), "--load-students", str(LOAD), "--port", "0")
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", OUTSIDER], check=True)
+        h = Hub()
+        h.timing = {"install_s": installed, "up_s": time.monotonic() - started - installed}
+        h.before_users = before
+        h.shots = Path(os.environ.get("COURSE_TEST_ARTIFACTS") or tmp_path_factory.mktemp("hub-shots")) / "hub"
+        h.shots.mkdir(parents=True, exist_ok=True)
+        h.results = {}
+        yield h
+    finally:
+        subprocess.run(["userdel", "--remove", OUTSIDER], capture_output=True)
+        down = subprocess.run([str(HUB_PY), "-m", "coursekit", "hub", "down"], cwd=ROOT, env=_env(),
+                              capture_output=True, text=True, timeout=300)
+        print(down.stdout, down.stderr)
+
+
+def _student_notebooks() -> tuple[dict[str, nbformat.NotebookNode], dict[str, Submission]]:
+    def canary(student):
+        def mutate(nb):
+            nb.cells.append(nbformat.v4.new_markdown_cell(f"My notes: {CANARY[student]}"))
+        return mutate
+
+    hostile_code = f"""
+import os
+exchange = {str(PATHS.exchange)!r}
+for path in [exchange + "/transformers-by-hand/inbound", exchange + "/transformers-by-hand/outbound",
+             {str(PATHS.course / 'gradebook.db')!r}, "/home/{FULL}", "/home/{PARTIAL}/transformers"]:
+    try:
+        print("HOSTILE read", path, os.listdir(path) if os.path.isdir(path) else open(path, "rb").read(64))
+    except OSError as error:
+        print("HOSTILE read", path, type(error).__name__)
+for path in [exchange + "/pwned", {str(PATHS.course / 'pwned')!r}, "/home/{FULL}/pwned", "/var/tmp/pwned-by-mallory"]:
+    try:
+        open(path, "w").write("pwned")
+        print("HOSTILE wrote", path)
+    except OSError as error:
+        print("HOSTILE write", path, type(error).__name__)
+"""
+
+    def hostile(nb):
+        canary(HOSTILE)(nb)
+        nb.cells.append(nbformat.v4.new_code_cell(hostile_code))
+        # markup that would run in the instructor's browser if the formgrader rendered it as HTML
+        nb.cells.append(nbformat.v4.new_markdown_cell(
+            'My answer <img src="x" onerror="window.__pwned = \'img\'"> and <script>window.__pwned = "script"</script>'))
+
+    subs = {
+        FULL: Submission(FULL, "full solution", solved="all", mutate=canary(FULL)),
+        PARTIAL: Submission(PARTIAL, "partial", solved=["attention", "masked_mean"], mutate=canary(PARTIAL),
+                            fails=set(HW.autograded_cells) - HW.cells_of("attention") - HW.cells_of("masked_mean")),
+        HOSTILE: Submission(HOSTILE, "hostile", solved="all", mutate=hostile),
+        LATE: Submission(LATE, "late, full solution", solved="all", mutate=canary(LATE)),
+    }
+    return {s: sub.notebook(HW) for s, sub in subs.items()}, subs
+
+
+# ------------------------------------------------------------------------------------------------------ the term
+def test_setup_accounts_folders_and_roles(hub):
+    """The setup made the accounts, the course directory, the exchange and the delegation it promises."""
+    s = hub.settings
+    assert s["ip"] == "127.0.0.1" and hub.url.startswith("http://127.0.0.1:")
+    for user in [hubmod.INSTRUCTOR, hubmod.GRADER, *ROSTER, *[f"ck-load{i:02d}" for i in range(1, LOAD + 1)]]:
+        assert pwd.getpwnam(user), user
+        assert stat.S_IMODE(os.stat(pwd.getpwnam(user).pw_dir).st_mode) == 0o700, user
+    members = set(grp.getgrnam(hubmod.STUDENTS_GROUP).gr_mem)
+    assert set(ROSTER) <= members and hubmod.INSTRUCTOR not in members and OUTSIDER not in members
+    course = os.stat(PATHS.course)
+    assert pwd.getpwuid(course.st_uid).pw_name == hubmod.GRADER and stat.S_IMODE(course.st_mode) == 0o700
+    inbound = os.stat(PATHS.exchange / hub.course / "inbound")
+    assert stat.S_IMODE(inbound.st_mode) == 0o3733, oct(inbound.st_mode)
+    for controller in ("memory", "pids", "cpu"):
+        root = Path("/sys/fs/cgroup") / controller / "coursekit-grading"
+        assert pwd.getpwuid(root.stat().st_uid).pw_name == hubmod.GRADER, root
+    # the grading service runs as the grader, never as root
+    service_pids = [p for p in hubmod._processes_of({pwd.getpwnam(hubmod.GRADER).pw_uid})
+                    if b"jupyterhub-singleuser" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert service_pids, "the grading service runs as the grader"
+    status, body, _ = hub.call("GET", "/hub/api/services")
+    assert status == 200 and hub.course in json.loads(body)
+    # every assignment of the course is generated in the course directory: in the gradebook, with its release
+    listed = {a["name"]: a for a in hub.formgrader("GET", "assignments")}
+    assert sorted(listed) == s["assignments"] == COURSE.assignment_names(), sorted(listed)
+    for name, assignment in listed.items():
+        assert assignment["id"] and assignment["max_score"] > 0 and assignment["release_path"], assignment
+        assert assignment["releaseable"] and assignment["status"] == "draft", assignment
+
+
+def test_release_start_servers_and_fetch(hub):
+    for name in COURSE.assignment_names():  # the instructor releases every assignment; the students work on A
+        log = hub.formgrader("POST", f"assignment/{name}/release")
+        assert log["success"], (name, log)
+    hub.results["spawn_s"] = hub.start_servers(ROSTER + [hubmod.INSTRUCTOR])
+    # every port the hub, its proxy, the grading service and the users' servers listen on is on 127.0.0.1
+    import psutil
+
+    state = hubmod.State.load(PATHS)
+    uids = {pwd.getpwnam(u).pw_uid for u in state.users}
+    ours = {p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids}
+    ours |= {state.pid} | {c.pid for c in psutil.Process(state.pid).children(recursive=True)}
+    listening = [c.laddr for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in ours]
+    assert len(listening) >= 8 and all(addr.ip == "127.0.0.1" for addr in listening), listening
+    for student in (PARTIAL, HOSTILE, LATE):  # through the REST API; FULL fetches in the browser (next test)
+        status, listing = hub.assignments(student, "fetch")
+        assert status == 200 and listing["success"], listing
+        assert any(a["assignment_id"] == A and a["status"] == "fetched" for a in listing["value"]), listing
+        assert {a["assignment_id"] for a in listing["value"]} == set(COURSE.assignment_names()), listing
+        assert (Path(pwd.getpwnam(student).pw_dir) / A / f"{A}.ipynb").is_file()
+
+
+def _login(page, hub, user):
+    page.goto(f"{hub.url}/hub/login", wait_until="load")
+    page.fill("#username_input", user)
+    page.fill("#password_input", hub.passwords[user])
+    page.click("#login_submit")
+
+
+def test_a_student_fetches_in_jupyterlabs_assignments_tab(hub, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+
+    home = Path(pwd.getpwnam(FULL).pw_dir)
+    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        _login(page, hub, FULL)
+        page.goto(f"{hub.url}/user/{FULL}/lab", wait_until="load")
+        with awaiting("JupyterLab → Nbgrader → Assignment List → Fetch", lambda: page.url, page=page,
+                      shot=hub.shots / "assignments-timeout.png"):
+            page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).click()
+            item = page.locator(".lm-Menu-item", has_text=re.compile(r"^Assignment List$"))
+            expect(item).to_be_visible()
+            hub.results["student_menu"] = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
+            item.click()
+            tab = page.locator("#nbgrader-assignment-list")
+            expect(tab.get_by_text(A).first).to_be_visible()
+            released = tab.locator("#released_assignments_list .list_item")
+            for name in COURSE.assignment_names():  # every released assignment is offered
+                expect(released.locator(".item_name", has_text=re.compile(f"^{name}$"))).to_be_visible()
+            released.filter(has=page.locator(".item_name", has_text=re.compile(f"^{A}$"))) \
+                .get_by_role("button", name="Fetch").click()
+            expect(tab.locator("#fetched_assignments_list").get_by_text(A).first).to_be_visible()
+            expect(page.locator(".jp-DirListing-item", has_text=A).first).to_be_visible()  # the file browser's poll
+        page.screenshot(path=str(hub.shots / "hub-assignments.png"))
+    assert (home / A / f"{A}.ipynb").is_file(), "fetched into the student's home"
+    menu = hub.results["student_menu"]
+    assert "Assignment List" in menu and not {"Formgrader", "Course List", "Create Assignment"} & set(menu), menu
+    _publish(hub, "hub-assignments.png")
+
+
+def _publish(hub, name):
+    """Screenshots for the instructors page: written to book/_static only when COURSE_HUB_SCREENSHOTS names it."""
+    target = os.environ.get("COURSE_HUB_SCREENSHOTS")
+    if target:
+        shutil.copy(hub.shots / name, Path(target) / name)
+
+
+def test_students_submit_one_late_one_hostile(hub):
+    notebooks, subs = _student_notebooks()
+    hub.results["subs"] = subs
+    for student in (FULL, PARTIAL):
+        hub.put_notebook(student, f"{A}/{A}.ipynb", notebooks[student])
+        status, out = hub.assignments(student, "submit")
+        assert status == 200 and out["success"], out
+    # The hostile student submits with a folder name she can find again (no random part), then writes into it what
+    # nbgrader submit never would: links to the gradebook and to another student, a FIFO, a sparse 2 GiB file, a nested
+    # link loop; and she makes a folder named as another student's, later than theirs.
+    inbound = PATHS.exchange / hub.course / "inbound"
+    hub.put_notebook(HOSTILE, f"{A}/{A}.ipynb", notebooks[HOSTILE])
+    submit = nbgrader_as(HOSTILE, "submit", A, "--course", hub.course, "--ExchangeSubmit.add_random_string=False")
+    assert submit.returncode == 0, submit.stderr[-2000:]
+    plant = as_user(HOSTILE, f"""
+import glob, os
+cache = glob.glob(os.path.expanduser("~/.local/share/jupyter/nbgrader_cache/{hub.course}/{HOSTILE}+{A}+*"))
+mine = os.path.join({str(inbound)!r}, os.path.basename(cache[0]))
+os.symlink({str(PATHS.course / 'gradebook.db')!r}, os.path.join(mine, "gradebook.db"))
+os.symlink("/home/{FULL}/{A}/{A}.ipynb", os.path.join(mine, "ada.ipynb"))
+os.mkfifo(os.path.join(mine, "pipe"))
+with open(os.path.join(mine, "huge.bin"), "wb") as f:
+    f.truncate(2 << 30)
+os.mkdir(os.path.join(mine, "loop"))
+os.symlink("..", os.path.join(mine, "loop", "up"))
+spoof = os.path.join({str(inbound)!r}, "{FULL}+{A}+2999-01-01 00:00:00.000000 UTC+spoof")
+os.mkdir(spoof)
+open(os.path.join(spoof, "{A}.ipynb"), "w").write("{{}}")
+print("planted")
+""")
+    assert plant.returncode == 0 and "planted" in plant.stdout, plant.stderr
+    # the due date falls between the on-time submissions and the late one
+    due = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 1))
+    hub.formgrader("PUT", f"assignment/{A}", data={"duedate_notimezone": due, "duedate_timezone": "+0000"})
+    deadline = time.time() + 30
+    while time.time() < deadline and time.gmtime() <= time.strptime(due, "%Y-%m-%dT%H:%M:%S"):
+        time.sleep(0.2)
+    hub.put_notebook(LATE, f"{A}/{A}.ipynb", notebooks[LATE])
+    status, out = hub.assignments(LATE, "submit")
+    assert status == 200 and out["success"], out
+
+
+def _inbound_of(hub, student) -> Path:
+    inbound = PATHS.exchange / hub.course / "inbound"
+    (folder,) = [p for p in inbound.iterdir() if p.name.startswith(student + "+") and p.owner() == student]
+    return folder
+
+
+def test_no_student_reaches_another(hub):
+    """As the hostile student's Unix account: inbound cannot be listed; another's submission (its name given) cannot
+    be read, changed, renamed or removed; nor another's home. Through the hub: another's server and the formgrader
+    answer 403. The outsider is refused with a clear message."""
+    theirs = _inbound_of(hub, FULL)
+    probe = as_user(HOSTILE, f"""
+import os
+inbound, theirs = {str(theirs.parent)!r}, {str(theirs)!r}
+def attempt(what, action):
+    try:
+        action()
+        print(what, "DONE")
+    except OSError as error:
+        print(what, type(error).__name__)
+attempt("list inbound", lambda: os.listdir(inbound))
+attempt("list theirs", lambda: os.listdir(theirs))
+attempt("read theirs", lambda: open(theirs + "/{A}.ipynb").read())
+attempt("overwrite theirs", lambda: open(theirs + "/{A}.ipynb", "w").write("x"))
+attempt("add to theirs", lambda: open(theirs + "/extra.ipynb", "w").write("x"))
+attempt("rename theirs", lambda: os.rename(theirs, inbound + "/{HOSTILE}+{A}+2020-01-01 00:00:00 UTC+x"))
+attempt("remove theirs", lambda: os.rmdir(theirs))
+attempt("read home", lambda: os.listdir("/home/{FULL}"))
+attempt("write outbound", lambda: open({str(PATHS.exchange / hub.course / 'outbound' / 'x')!r}, "w").write("x"))
+attempt("read course", lambda: os.listdir({str(PATHS.course)!r}))
+""")
+    lines = dict(line.rsplit(" ", 1) for line in probe.stdout.splitlines())
+    assert lines and all(v == "PermissionError" for v in lines.values()), probe.stdout + probe.stderr
+    token = hub.token(HOSTILE)
+    assert hub.call("GET", f"/user/{FULL}/api/contents/{A}", token)[0] == 403
+    status, body, _ = hub.call("GET", f"/services/{hub.course}/formgrader", token)
+    assert status == 403, (status, body[:300])
+    status, body, _ = hub.call("GET", f"/services/{hub.course}/formgrader/api/assignments", token)
+    assert status == 403, status
+    # not on the roster: no hub account, and the exchange says so
+    fetch = nbgrader_as(OUTSIDER, "fetch_assignment", A, "--course", hub.course)
+    assert fetch.returncode != 0 and "not on the roster" in fetch.stderr, fetch.stderr[-2000:]
+    assert not (Path(pwd.getpwnam(OUTSIDER).pw_dir) / A).exists()
+    assert hub.call("GET", f"/hub/api/users/{OUTSIDER}")[0] == 404, "no hub account"
+
+
+def test_crafted_names_are_refused_with_a_clear_error(hub):
+    for name in ("../outbound/x", "a/b", ".."):
+        status, out = hub.assignments(HOSTILE, "submit", name)
+        assert status == 200 and not out["success"], out
+        assert f"the assignment name {name!r} is refused" in out["value"], out["value"][-500:]
+    cli = nbgrader_as(HOSTILE, "fetch_assignment", "../../etc", "--course", hub.course)
+    assert cli.returncode != 0 and "the assignment name '../../etc' is refused" in cli.stderr, cli.stderr[-1500:]
+    cli = nbgrader_as(HOSTILE, "fetch_feedback", A, "--course", "../transformers-by-hand")
+    assert cli.returncode != 0 and "the course name '../transformers-by-hand' is refused" in cli.stderr
+    cli = nbgrader_as(HOSTILE, "submit", A, "--course", hub.course, "--CourseDirectory.notebook_id=../x")
+    assert cli.returncode != 0 and "the notebook name '../x' is refused" in cli.stderr, cli.stderr[-1500:]
+    assert not (PATHS.exchange / "x").exists() and not (PATHS.exchange / hub.course / "x").exists()
+
+
+def test_collect_and_autograde_as_the_grader(hub):
+    started = time.monotonic()
+    log = hub.formgrader("POST", f"assignment/{A}/collect")
+    assert log["success"], log
+    text = log["log"]
+    hub.results["collect_log"] = text
+    for name, why in [("gradebook.db", "symbolic link"), ("ada.ipynb", "symbolic link"), ("pipe", "FIFO"),
+                      ("huge.bin", "over the"), ("loop/up", "symbolic link")]:
+        assert re.search(rf"{HOSTILE}: {re.escape(name)} not collected: .*{why}", text), (name, text)
+    assert "claims to be ck-t-ada's submission but belongs to ck-t-mallory" in text, text
+    submitted = PATHS.course / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == sorted(ROSTER)
+    assert sorted(p.name for p in (submitted / HOSTILE / A).iterdir()) == ["loop", "submission_secret.txt", "timestamp.txt",
+                                                                              f"{A}.ipynb"]
+    assert CANARY[FULL] in (submitted / FULL / A / f"{A}.ipynb").read_text(), "the genuine submission, not the spoof"
+    for student in ROSTER:  # the formgrader's Autograde button, one student at a time
+        out = hub.formgrader("POST", f"submission/{A}/{student}/autograde", timeout=900)
+        assert out["success"], (student, out.get("error", "")[-3000:], out.get("log", "")[-3000:])
+    hub.results["grading_s"] = time.monotonic() - started
+    scores = grader_query(f"""
+out = {{}}
+for sub in gb.assignment_submissions({A!r}):
+    out[sub.student.id] = {{"late": sub.total_seconds_late > 0,
+                           "cells": {{g.name: g.score for nb in sub.notebooks for g in nb.grades}}}}
+""")
+    for student, sub in hub.results["subs"].items():
+        expected = sub.expected_scores(HW)
+        assert {k: scores[student]["cells"][k] for k in expected} == expected, student
+    assert [s for s in ROSTER if scores[s]["late"]] == [LATE]
+    # the hostile cell ran in the sandbox: nothing of the machine was there to read or write
+    graded = nbformat.read(str(PATHS.course / "autograded" / HOSTILE / A / f"{A}.ipynb"), as_version=4)
+    outputs = "\n".join(o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    reads = re.findall(r"HOSTILE read (\S+) (\S+)", outputs)
+    writes = re.findall(r"HOSTILE (wrote|write) (\S+)(?: (\S+))?", outputs)
+    assert len(reads) == 5 and all(r[1] == "FileNotFoundError" for r in reads), outputs[-2000:]
+    assert writes and all(w[0] == "write" for w in writes), writes
+    for path in [PATHS.exchange / "pwned", PATHS.course / "pwned", Path(f"/home/{FULL}/pwned"),
+                 Path("/var/tmp/pwned-by-mallory")]:
+        assert not path.exists(), path
+
+
+def test_manual_grade_in_the_formgrader_under_the_hubs_csp(hub, tmp_path):
+    """The instructor grades a written answer in the formgrader in Chromium, inside the grading service's JupyterLab
+    (the course list's link): the formgrader renders in its tab under the hub's frame policy; students' servers keep
+    JupyterHub's frame-ancestors 'none'."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+
+    ids = hub.formgrader("GET", f"submitted_notebooks/{A}/{A}")
+    (submission,) = [s for s in ids if s["student"] == FULL]
+    _, _, student_headers = hub.call("GET", f"/user/{FULL}/lab", hub.token(FULL))
+    assert student_headers.get("content-security-policy") == "frame-ancestors 'none'", student_headers
+    errors = []
+    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
+        _login(page, hub, hubmod.INSTRUCTOR)
+        status, courses = 0, {}
+        page.goto(f"{hub.url}/user/{hubmod.INSTRUCTOR}/lab", wait_until="load")
+        courses = page.evaluate(f"""async () => (await fetch('/user/{hubmod.INSTRUCTOR}/formgraders',
+            {{headers: {{'X-XSRFToken': document.cookie.match(/_xsrf=([^;]+)/)?.[1] || ''}}}})).json()""")
+        with awaiting("the course list's link → the grading service's JupyterLab → the formgrader tab → Manual "
+                      "Grading → the submission", lambda: page.url, page=page,
+                      shot=hub.shots / "formgrader-timeout.png"):
+            link = courses["value"][0]["url"]
+            page.goto(link, wait_until="load")
+            grader = page.frame_locator("iframe").first
+            expect(grader.get_by_role("link", name="Manual Grading")).to_be_visible()
+            grader.get_by_role("link", name="Manual Grading").click()
+            grader.get_by_role("link", name=A).first.click()
+            grader.get_by_role("link", name=A).first.click()
+            expect(grader.get_by_role("link", name=re.compile(r"Submission #\d")).first).to_be_visible()
+            page.screenshot(path=str(hub.shots / "hub-formgrader.png"))
+            page.goto(f"{hub.url}/services/{hub.course}/formgrader/submissions/{submission['id']}/?index=0",
+                      wait_until="load")
+            score = page.locator(f"input.score#{ANSWER}")
+            expect(score).to_be_visible()
+            page.wait_for_load_state("networkidle")  # the page has its grades: its inputs are bound to them
+            with page.expect_response(lambda r: r.request.method == "PUT" and "/formgrader/api/grade/" in r.url):
+                score.fill("1")
+                score.press("Tab")
+        (theirs,) = [s for s in ids if s["student"] == HOSTILE]
+        page.goto(f"{hub.url}/services/{hub.course}/formgrader/submissions/{theirs['id']}/?index=0",
+                  wait_until="load")
+        page.wait_for_load_state("networkidle")
+        hub.results["xss"] = page.evaluate("() => window.__pwned || null")
+    _publish(hub, "hub-formgrader.png")
+    assert hub.results["xss"] is None, f"a student's markup ran in the formgrader: {hub.results['xss']}"
+    assert courses["success"] and [c["course_id"] for c in courses["value"]] == [hub.course], courses
+    assert not errors, errors
+    manual = grader_query(f"g = gb.find_grade({ANSWER!r}, {A!r}, {A!r}, {FULL!r})\n"
+                          f"out = [g.manual_score, g.needs_manual_grade]")
+    assert manual == [1.0, False], manual
+
+
+def test_feedback_reaches_each_student_and_nothing_else(hub):
+    assert hub.formgrader("POST", f"assignment/{A}/generate_feedback")["success"]
+    assert hub.formgrader("POST", f"assignment/{A}/release_feedback")["success"]
+    for student in ROSTER:
+        status, listing = hub.assignments(student, "fetch_feedback")
+        assert status == 200 and listing["success"], listing
+    hidden = secret_lines(HW.source.cells, {"hidden": HW.marks["hidden"]}, leaks.public_text([HW.release_path]))
+    for student in ROSTER:
+        home = Path(pwd.getpwnam(student).pw_dir)
+        pages = sorted((home / A / "feedback").rglob("*.html"))
+        assert pages, f"{student} fetched no feedback"
+        plain = "\n".join(line for page in pages for line in leaks.file_lines(page))
+        assert not [h for h in hidden if h in plain], student
+        assert "For graders only" not in plain and "Point guide" not in plain, student
+        everything = "\n".join(p.read_text(errors="replace") for p in home.rglob("*") if p.is_file()
+                               and not p.is_symlink())
+        for other, canary in CANARY.items():
+            assert (canary in everything) == (other == student), (student, other)
+
+
+def test_load_fetch_and_submit(hub):
+    """Load students fetch and submit at the same time, through the hub's API (a token each, checked against the
+    hub) and nbgrader as each Unix account; a probe keeps asking the hub; every submission is collected once."""
+    students = [f"ck-load{i:02d}" for i in range(1, LOAD + 1)]
+    probe, stop = [], threading.Event()
+
+    def probing():
+        while not stop.is_set():
+            t0 = time.monotonic()
+            status = hub.call("GET", "/hub/api/", timeout=30)[0]
+            probe.append((time.monotonic() - t0, status))
+            stop.wait(0.1)
+
+    def one(student):
+        token = hub.token(student)
+        status, body, _ = hub.call("GET", "/hub/api/user", token)
+        assert status == 200 and json.loads(body)["name"] == student
+        fetch = nbgrader_as(student, "fetch_assignment", A, "--course", hub.course)
+        submit = nbgrader_as(student, "submit", A, "--course", hub.course)
+        return student, fetch.returncode, submit.returncode, fetch.stderr[-500:] + submit.stderr[-500:]
+
+    thread = threading.Thread(target=probing)
+    thread.start()
+    started = time.monotonic()
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            done = list(pool.map(one, students))
+    finally:
+        stop.set()
+        thread.join()
+    elapsed = time.monotonic() - started
+    assert all(f == s == 0 for _, f, s, _ in done), done
+    assert elapsed < 60, f"{LOAD} students took {elapsed:.0f} s to fetch and submit"
+    assert probe and all(status == 200 for _, status in probe), probe
+    log = hub.formgrader("POST", f"assignment/{A}/collect")["log"]
+    for student in students:
+        assert log.count(f"Collecting submission: {student} ") == 1, log
+        assert (PATHS.course / "submitted" / student / A / f"{A}.ipynb").is_file()
+    times = sorted(t for t, _ in probe)
+    print(f"\nload: {LOAD} students in {elapsed:.1f} s; hub probe median {times[len(times) // 2] * 1000:.0f} ms, "
+          f"worst {times[-1] * 1000:.0f} ms ({len(times)} probes); setup {hub.timing}")
+
+
+def test_hub_down_removes_everything(hub):
+    state = hubmod.State.load(PATHS)
+    created = list(state.users)
+    pid = state.pid
+    proc = subprocess.run([str(HUB_PY), "-m", "coursekit", "hub", "down"], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert not hubmod._alive(pid)
+    import psutil
+
+    leftover = [(p.pid, p.info["cmdline"][:2]) for p in psutil.process_iter(["cmdline"])
+                if any(str(PATHS.prefix) in arg for arg in p.info["cmdline"] or [])]
+    assert not leftover, f"processes of the hub still running (the proxy?): {leftover}"
+    assert created and not [u for u in created if hubmod._exists_user(u)]
+    assert not [p.pw_name for p in pwd.getpwall()
+                if p.pw_name.startswith("ck-") and p.pw_name not in hub.before_users | {OUTSIDER}]
+    assert not PATHS.course.exists() and not PATHS.exchange.exists() and not PATHS.state.exists()
+    for controller in ("memory", "pids", "cpu"):
+        root = Path("/sys/fs/cgroup") / controller / "coursekit-grading"
+        assert not root.exists() or pwd.getpwuid(root.stat().st_uid).pw_name != hubmod.GRADER
