@@ -107,6 +107,17 @@ class Course:
 
         return Gradebook(self.db_url, self.course_id)
 
+    def require_in_gradebook(self, assignment: str) -> None:
+        """A clear error unless ``assignment`` is in the gradebook (grading it would fail for every student)."""
+        from nbgrader.api import MissingEntry
+
+        with self.gradebook() as gb:
+            try:
+                gb.find_assignment(assignment)
+            except MissingEntry:
+                raise CourseKitError(f"{assignment!r} is not in the gradebook {self.db_url.split('@')[-1]}: run "
+                                     f"`nbgrader generate_assignment {assignment}` (with the same --db) first") from None
+
     @cached_property
     def marks(self) -> dict[str, tuple[str, str]]:
         """nbgrader's solution and hidden-test delimiters, as configured."""

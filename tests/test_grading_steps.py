@@ -74,3 +74,18 @@ def test_what_grading_noted_is_the_courses_own_lines_once_each():
            "[WARNING] student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)\n")
     assert noted(log) == ["student s1, hw.ipynb, cell 3: ran longer than the per-cell time limit (interrupted)",
                           "student s1, hw.ipynb, cell 9: the submission used up its time budget"]
+
+
+def test_grading_an_assignment_missing_from_the_gradebook_says_what_to_run(tmp_path):
+    import pytest
+
+    from coursekit import CourseKitError
+    from coursekit.course import Course
+
+    course = Course.load(ROOT, db_url=f"sqlite:///{tmp_path / 'gradebook.db'}")
+    with course.gradebook() as gb:
+        gb.add_assignment("other")
+    course.require_in_gradebook("other")  # present: no error
+    with pytest.raises(CourseKitError) as err:
+        course.require_in_gradebook("decoder")
+    assert "'decoder' is not in the gradebook" in str(err.value) and "nbgrader generate_assignment decoder" in str(err.value)

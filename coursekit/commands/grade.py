@@ -135,20 +135,13 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
           progress: bool = True, overrides: dict | None = None) -> Summary:
     """Pre-flight, then autograde ``hw``'s submissions with ``jobs`` workers (``overrides``: the CourseDirectory
     traits the course was loaded with, e.g. ``db_url``, passed on to the workers)."""
-    from nbgrader.api import MissingEntry
-
     from ..sandbox import GradingSandbox
     from . import preflight
 
     course, assignment, overrides = hw.course, hw.name, dict(overrides or {})
     GradingSandbox(config=course.config).check()  # before anything is touched, as `nbgrader autograde` does
     os.environ.update(venv_env())  # nbgrader runs `alembic` from PATH when it creates a gradebook
-    with course.gradebook() as gb:
-        try:
-            gb.find_assignment(assignment)
-        except MissingEntry:
-            raise CourseKitError(f"{assignment!r} is not in the gradebook {course.db_url.split('@')[-1]}: run "
-                                 f"`nbgrader generate_assignment {assignment}` (with the same --db) first") from None
+    course.require_in_gradebook(assignment)
     checked = preflight.run(hw)
     course = course.with_overrides(**overrides, submitted_directory=CHECKED)
     cohort = [s for s in course.students("submitted", assignment) if not students or s in students]

@@ -27,19 +27,12 @@ def enqueue(hw, students: list[str] | None = None, force: bool = False, failed: 
     ``failed``: only the students whose latest job failed (regraded whatever their folders say)."""
     import os
 
-    from nbgrader.api import MissingEntry
-
     from ..commands import preflight
 
     course, name = hw.course, hw.name
     queue = queue or open_queue(course)
     os.environ.update(venv_env())
-    with course.gradebook() as gb:
-        try:
-            gb.find_assignment(name)
-        except MissingEntry:
-            raise CourseKitError(f"{name!r} is not in the gradebook {course.db_url.split('@')[-1]}: run "
-                                 f"`nbgrader generate_assignment {name}` (with the same --db) first") from None
+    course.require_in_gradebook(name)
     cohort = course.students("submitted", name)
     if failed:
         failing = {j.student for j in queue.snapshot([name]).jobs if j.state == "failed"}
