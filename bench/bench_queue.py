@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import os
 import shutil
@@ -121,6 +122,9 @@ def main(argv=None) -> int:
     parser.add_argument("--submissions", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--assignment", default="transformers")
+    parser.add_argument("--save", default=str(Path(__file__).resolve().parent.parent / "book" / "_generated" /
+                                              "queue_model.json"),
+                        help="where the measured model inputs go for the instructors page ('' to not write)")
     parser.add_argument("--pg", default=os.environ.get("COURSE_TEST_PG_URL"), help="a PostgreSQL server URL whose "
                         "role may create databases (default: COURSE_TEST_PG_URL, else a throwaway cluster)")
     args = parser.parse_args(argv)
@@ -216,6 +220,13 @@ def main(argv=None) -> int:
     for m in (1, 2, 4, 8, 16, 32):
         t = setup + math.ceil(total / (w * m)) * (c + o)
         print(f"  M = {m:>2}: {t / 60:6.1f} min ({t:7.0f} s)")
+    if args.save:  # the instructors page's model reads these (book/instructors.md, "How long it takes")
+        Path(args.save).write_text(json.dumps({
+            "measured": f"bench/bench_queue.py, {n} submissions of {name}, {w} workers; {machine()}",
+            "grading_s": round(c, 3), "overhead_s": round(o, 4), "slots": w,
+            "setup_fixed_s": round(fixed, 2), "setup_per_submission_s": round(per_submission, 4),
+            "throughput_ratio": round(ratio, 3)}, indent=1) + "\n")
+        print(f"wrote {args.save}")
     return 0 if same else 1
 
 

@@ -9,6 +9,7 @@ means updating the check with it.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import re
 from collections import Counter
@@ -56,7 +57,7 @@ def printed(tmp_path_factory):
     facts the notebook computes but does not print."""
     from nbclient import NotebookClient
 
-    nb = HW.source
+    nb = copy.deepcopy(HW.source)  # HW is the session's shared course object: its source stays as read
     runs = "\n".join(f"print_results(train_and_compare(epochs={n}))" for n in TRAINING_RUNS)
     nb.cells.append(nbformat.v4.new_code_cell(runs, id="test-training-runs"))
     nb.cells.append(nbformat.v4.new_code_cell(

@@ -6,10 +6,11 @@ autograde <assignment>`` → scores through the Gradebook API and the ``nbgrader
 generate_feedback`` (HTML per student, no hidden test source, no model answer).
 
 **Parallel**: the same cohorts plus one unreadable submission per assignment, graded by ``python -m coursekit grade
---jobs 2`` (pre-flight, then every assignment, as it does by default) into SQLite and again into a real PostgreSQL
-server (``COURSE_TEST_PG_URL``: ``.ci/run`` starts one and sets it, so CI always runs it; a missing server is a
-failure, not a skip; locally ``-m "not postgres"``). Both must give exactly the stock run's scores, name the
-pre-flight problem, leave ``submitted/`` untouched, and replace (not duplicate) rows on a regrade.
+--jobs 2`` (pre-flight, then every assignment, as it does by default) into a real PostgreSQL server
+(``COURSE_TEST_PG_URL``: ``.ci/run`` starts one and sets it, so CI always runs it; a missing server is a failure, not
+a skip; locally ``-m "not postgres"``). It must give exactly the stock SQLite run's scores, name the pre-flight
+problem, leave ``submitted/`` untouched, and replace (not duplicate) rows on a regrade. (The same command on SQLite
+is run by tests/test_hostile_cohort.py, next to the stock command, with the same scores required.)
 """
 from __future__ import annotations
 
@@ -78,10 +79,10 @@ def stock(tmp_path_factory):
     return out
 
 
-def parallel_run(tmp_path_factory, name: str, db_url: str | None = None) -> dict:
+def parallel_run(tmp_path_factory, name: str, db_url: str) -> dict:
     root = copy_course(tmp_path_factory.mktemp(name) / "course")
-    course = Course.load(root, **({"db_url": db_url} if db_url else {}))
-    db = [f"--db={db_url}"] if db_url else []
+    course = Course.load(root, db_url=db_url)
+    db = [f"--db={db_url}"]
     for hw in course.assignments():
         run([NBGRADER, "generate_assignment", hw.name, "--force", *db], cwd=root)
         for sub in demo_cohort(hw) + [Submission(BROKEN, "not a notebook", raw=b"{ this is not json")]:
@@ -89,12 +90,7 @@ def parallel_run(tmp_path_factory, name: str, db_url: str | None = None) -> dict
     before = tree_digest(root / "submitted")
     proc = run([sys.executable, "-m", "coursekit", "grade", "--jobs", "2", "--no-progress", *db], cwd=root,
                check=False)
-    return {"course": course, "proc": proc, "before": before}
-
-
-@pytest.fixture(scope="module")
-def parallel(tmp_path_factory):
-    return parallel_run(tmp_path_factory, "parallel")
+    return {"course": course, "proc": proc, "before": before, "db": db_url}
 
 
 def expected(stock, name, student) -> dict[str, float]:
@@ -285,43 +281,9 @@ def test_the_demo_cohorts_can_be_removed_from_a_real_gradebook(stock, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ the parallel run
-def test_parallel_grading_gives_the_stock_scores(stock, parallel):
-    proc = parallel["proc"]
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    got = scores_of(parallel["course"], {n: [s.student for s in c] for n, c in stock["cohorts"].items()})
-    assert got == stock["scores"]
-    for name in ASSIGNMENTS:
-        assert f"{BROKEN}: {name}.ipynb: not JSON [replaced]" in proc.stdout, proc.stdout
-        with parallel["course"].gradebook() as gb:
-            assert gb.find_submission(name, BROKEN).score == 0
-    assert "demo_full_solution" in proc.stdout and "2 worker(s)" in proc.stdout, proc.stdout
-    assert not [line for line in proc.stdout.splitlines() if line.startswith("FAILED ")], proc.stdout
-
-
-def test_parallel_leaves_submitted_untouched_and_grades_everyone(parallel):
-    root = parallel["course"].root
-    assert tree_digest(root / "submitted") == parallel["before"]
-    for name in ASSIGNMENTS:
-        graded = {p.parent.parent.name for p in (root / "autograded").glob(f"*/{name}/*.ipynb")}
-        assert graded == {p.parent.name for p in (root / "submitted").glob(f"*/{name}")}
-
-
-def test_regrade_replaces_rows_and_graded_ones_are_skipped_without_force(stock, parallel):
-    root, name = parallel["course"].root, ASSIGNMENTS[0]
-    with parallel["course"].gradebook() as gb:
-        n = len(gb.assignment_submissions(name))
-    run([sys.executable, "-m", "coursekit", "grade", name, "--jobs", "2", "--force", "--student",
-         "demo_full_solution", "--student", "demo_untouched", "--no-progress"], cwd=root)
-    with parallel["course"].gradebook() as gb:
-        assert len(gb.assignment_submissions(name)) == n
-    got = scores_of(parallel["course"], {name: ["demo_full_solution", "demo_untouched"]})
-    assert got == {k: v for k, v in stock["scores"].items() if k in got}
-    proc = run([sys.executable, "-m", "coursekit", "grade", name, "--no-progress", "--student", "demo_untouched"],
-               cwd=root, check=False)
-    assert "0 student(s) autograded" in proc.stdout, proc.stdout + proc.stderr
-
-
-@pytest.fixture
+# `coursekit grade --jobs 2` into a PostgreSQL gradebook (the scale-out path; the hostile cohort's test runs the same
+# command on SQLite, the queue's test its workers): every score equal to the stock sequential SQLite run's.
+@pytest.fixture(scope="module")
 def pg_url():
     """A fresh, empty database on the test server (dropped afterwards); its SQLAlchemy URL."""
     from sqlalchemy import create_engine, text
@@ -349,15 +311,49 @@ def pg_url():
         admin.dispose()
 
 
+@pytest.fixture(scope="module")
+def parallel(tmp_path_factory, pg_url):
+    return parallel_run(tmp_path_factory, "parallel", db_url=pg_url)
+
+
 @pytest.mark.postgres
-def test_parallel_grading_into_postgres_gives_the_stock_scores(stock, tmp_path_factory, pg_url):
-    run_ = parallel_run(tmp_path_factory, "postgres", db_url=pg_url)
-    proc = run_["proc"]
-    assert proc.returncode == 0 and f"{BROKEN}: {ASSIGNMENTS[0]}.ipynb: not JSON" in proc.stdout, \
-        proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert not (run_["course"].root / "gradebook.db").exists(), "the sqlite gradebook was used instead of PostgreSQL"
-    got = scores_of(run_["course"], {n: [s.student for s in c] for n, c in stock["cohorts"].items()})
+def test_parallel_grading_into_postgres_gives_the_stock_scores(stock, parallel):
+    proc = parallel["proc"]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert not (parallel["course"].root / "gradebook.db").exists(), "the sqlite gradebook was used instead of PostgreSQL"
+    got = scores_of(parallel["course"], {n: [s.student for s in c] for n, c in stock["cohorts"].items()})
     assert got == stock["scores"]
-    out = run_["course"].root / "export.csv"
-    run([NBGRADER, "export", "--to", out, f"--db={pg_url}"], cwd=run_["course"].root)
+    for name in ASSIGNMENTS:
+        assert f"{BROKEN}: {name}.ipynb: not JSON [replaced]" in proc.stdout, proc.stdout
+        with parallel["course"].gradebook() as gb:
+            assert gb.find_submission(name, BROKEN).score == 0
+    assert "demo_full_solution" in proc.stdout and "2 worker(s)" in proc.stdout, proc.stdout
+    assert not [line for line in proc.stdout.splitlines() if line.startswith("FAILED ")], proc.stdout
+    out = parallel["course"].root / "export.csv"
+    run([NBGRADER, "export", "--to", out, f"--db={parallel['db']}"], cwd=parallel["course"].root)
     assert {(r["assignment"], r["student_id"]) for r in csv.DictReader(open(out))} >= set(stock["scores"])
+
+
+@pytest.mark.postgres
+def test_parallel_leaves_submitted_untouched_and_grades_everyone(parallel):
+    root = parallel["course"].root
+    assert tree_digest(root / "submitted") == parallel["before"]
+    for name in ASSIGNMENTS:
+        graded = {p.parent.parent.name for p in (root / "autograded").glob(f"*/{name}/*.ipynb")}
+        assert graded == {p.parent.name for p in (root / "submitted").glob(f"*/{name}")}
+
+
+@pytest.mark.postgres
+def test_regrade_replaces_rows_and_graded_ones_are_skipped_without_force(stock, parallel):
+    root, name, db = parallel["course"].root, ASSIGNMENTS[0], f"--db={parallel['db']}"
+    with parallel["course"].gradebook() as gb:
+        n = len(gb.assignment_submissions(name))
+    run([sys.executable, "-m", "coursekit", "grade", name, "--jobs", "2", "--force", "--student",
+         "demo_full_solution", "--student", "demo_untouched", "--no-progress", db], cwd=root)
+    with parallel["course"].gradebook() as gb:
+        assert len(gb.assignment_submissions(name)) == n
+    got = scores_of(parallel["course"], {name: ["demo_full_solution", "demo_untouched"]})
+    assert got == {k: v for k, v in stock["scores"].items() if k in got}
+    proc = run([sys.executable, "-m", "coursekit", "grade", name, "--no-progress", "--student", "demo_untouched", db],
+               cwd=root, check=False)
+    assert "0 student(s) autograded" in proc.stdout, proc.stdout + proc.stderr

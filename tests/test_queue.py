@@ -346,9 +346,24 @@ def attempts(root: Path, db: str) -> list[tuple]:
                             "ORDER BY id").fetchall()
 
 
+ON_TIME, LATE = "ckq_on_submit", "ckq_too_late"  # Unix accounts made for the test: the exchange's students
+
+
 def on_submit(root: Path, db: str, scratch: Path) -> dict:
     """``grade --watch --exchange`` while host-b still runs: one submission through nbgrader's exchange (graded), the
-    same student again (over the limit of one), and one after the due date (left alone)."""
+    same student again (over the limit of one), and one after the due date (left alone). Each inbound folder belongs
+    to its student's Unix account, as ``nbgrader submit`` leaves it (collect takes nothing else)."""
+    for user in (ON_TIME, LATE):
+        subprocess.run(["userdel", user], capture_output=True)  # left by a killed run
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", user], check=True)
+    try:
+        return _on_submit(root, db, scratch)
+    finally:
+        for user in (ON_TIME, LATE):
+            subprocess.run(["userdel", user], capture_output=True)
+
+
+def _on_submit(root: Path, db: str, scratch: Path) -> dict:
     hw = Course.load(root).assignment(ASSIGNMENT)
     inbound = Path(Course.load(root).config.Exchange.root) / Course.load(root).course_id / "inbound"
     inbound.mkdir(parents=True)
@@ -364,21 +379,23 @@ def on_submit(root: Path, db: str, scratch: Path) -> dict:
         folder.mkdir()
         (folder / hw.notebook_name).write_bytes(solved)
         (folder / "timestamp.txt").write_text(stamp)
+        for path in (folder, folder / hw.notebook_name, folder / "timestamp.txt"):
+            shutil.chown(path, user=student)
 
     try:
         time.sleep(3)  # its first look: every submission of the cohort is autograded already (nothing queued)
-        submit("s_on_submit", datetime.now(timezone.utc))
-        graded = wait_for("s_on_submit graded on submit", lambda: next(
-            (j for j in snapshot(root, db).jobs if j.student == "s_on_submit" and j.state == "done"), None),
+        submit(ON_TIME, datetime.now(timezone.utc))
+        graded = wait_for(f"{ON_TIME} graded on submit (the watcher's log: {log})", lambda: next(
+            (j for j in snapshot(root, db).jobs if j.student == ON_TIME and j.state == "done"), None),
             timeout=180, every=1)
         time.sleep(1.5)
-        submit("s_on_submit", datetime.now(timezone.utc))  # a second submission: over the limit of one
+        submit(ON_TIME, datetime.now(timezone.utc))  # a second submission: over the limit of one
         wait_for("the limit to be applied", lambda: "limit of 1 automatic gradings" in log.read_text(), timeout=60)
         from nbgrader.api import Gradebook
 
         with Gradebook(db, Course.load(root).course_id) as gb:
             gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime(2000, 1, 1))
-        submit("s_too_late", datetime.now(timezone.utc))
+        submit(LATE, datetime.now(timezone.utc))
         wait_for("the late submission to be left alone", lambda: "after the due date" in log.read_text(), timeout=60)
         jobs = {j.student: j for j in snapshot(root, db).jobs}
     finally:
@@ -454,10 +471,10 @@ def test_status_gives_counts_per_student_and_in_total_as_json(queued):
 def test_grading_on_submit_respects_the_limits(queued):
     log = queued["watch_log"]
     assert queued["on_submit"].worker == "host-b"
-    assert "watch: transformers/s_on_submit: queued (automatic grading 1 of at most 1)" in log, log
-    assert "s_on_submit: new submission not graded on submit: limit of 1 automatic gradings reached" in log, log
-    assert "s_too_late: new submission not graded on submit: submitted" in log and "after the due date" in log, log
-    assert "s_too_late" not in queued["watch_jobs"]
+    assert f"watch: transformers/{ON_TIME}: queued (automatic grading 1 of at most 1)" in log, log
+    assert f"{ON_TIME}: new submission not graded on submit: limit of 1 automatic gradings reached" in log, log
+    assert f"{LATE}: new submission not graded on submit: submitted" in log and "after the due date" in log, log
+    assert LATE not in queued["watch_jobs"]
     already = [s for s in queued["serial"]["students"] if f"{ASSIGNMENT}/{s}: queued" in log]
     assert not already, f"submissions autograded already were queued again: {already}"
 

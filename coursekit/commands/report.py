@@ -144,8 +144,8 @@ class Listener:
 
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine.
-# Short limits keep the run short: a cell 15 s, a submission 60 s, a kernel that never answers 30 s.
-HOSTILE_LIMITS = "\nc.Execute.timeout = 15\nc.GradingSandbox.wall_limit_s = 60\nc.Execute.startup_timeout = 30\n"
+# Short limits keep the run short: a cell 10 s, a submission 40 s, a kernel that never answers 20 s.
+HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 40\nc.Execute.startup_timeout = 20\n"
 
 
 def tree(course: Path) -> dict[str, str]:
