@@ -16,13 +16,14 @@ and Unix sockets listening on this machine:
   stalls before its first cell, a submission folder with symbolic links and a FIFO;
 
 → ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → every submission
-graded on both paths: the stock ``nbgrader autograde`` on the checked copy (one batch, one process: what one
-submission does must not reach the next), then ``python -m coursekit grade --force`` (two workers at once: what one
-costs must not reach the student graded beside it) → ``nbgrader generate_feedback``. Every attack is shown to have run
-on both paths (its marker in the instructor's record), and each scores exactly what its honest twin scores (forgeries,
-escapes) or at most that (resources: they may cost only their author); honest students get exactly their expected
-scores, the same on both paths; no secret and no hidden-test line reaches any output or feedback; the course tree is
-unchanged; nothing started by a submission outlives grading; no socket was reached.
+graded by the stock ``nbgrader autograde`` on the checked copy (one batch, one process: what one submission does must
+not reach the next), then every forgery, runaway and resource attack (each attack class of issue 22) again, with the
+honest twins they are judged by, by ``python -m coursekit grade --force`` (two workers at once: what one costs must not
+reach the student graded beside it) → ``nbgrader generate_feedback``. Every attack is shown to have run on each path
+that graded it (its marker in the instructor's record), and each scores exactly what its honest twin scores
+(forgeries, escapes) or at most that (resources: they may cost only their author); honest students get exactly their
+expected scores, the same on both paths; no secret and no hidden-test line reaches any output or feedback; the course
+tree is unchanged; nothing started by a submission outlives grading; no socket was reached.
 The table on the book's grading-report page is what this run produces (``make report`` regenerates it). The cohort is
 the transformers homework's (``assignments/transformers/grading/planted.py``): the grader, not the homework, is tested.
 """
@@ -83,13 +84,16 @@ def test_stock_autograde_refuses_a_folder_it_would_follow_links_in(hostile):
     assert "python -m coursekit grade" in refused.stderr
 
 
-def test_every_submission_is_graded_on_both_paths(hostile):
+def test_every_submission_is_graded_and_every_attack_class_on_both_paths(hostile):
     everyone = {h.submission.student for h in hostile["cohort"]}
     for run in hostile["runs"]:
         assert run["proc"].returncode == 0, run["proc"].stderr[-6000:]
-        assert set(run["scores"]) == everyone
+        assert set(run["scores"]) == set(run["graded"])
         missing = [s for s, v in run["scores"].items() if v is None]
         assert not missing, f"not graded: {missing}"
+    stock, parallel = (set(run["graded"]) for run in hostile["runs"])
+    assert stock == everyone
+    assert set(students(hostile, *report.BOTH_PATHS)) | set(students(hostile, "honest")) == parallel
     assert hostile["feedback"].returncode == 0, hostile["feedback"].stderr[-3000:]
 
 
@@ -121,7 +125,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
             continue
         pages = sorted((course / "feedback" / student / "transformers").glob("*.html"))
         plain = "\n".join(line for page in pages for line in leaks.file_lines(page))  # tags and entities removed
-        record = "".join(run["records"][student] for run in hostile["runs"])
+        record = "".join(run["records"].get(student, "") for run in hostile["runs"])
         for name, secret in canary.items():
             assert secret not in plain and secret not in record, (student, name)
         leaked = [line for line in hidden if line in plain]
@@ -132,7 +136,7 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
 
 def test_the_kernel_never_saw_a_test_cell(hostile):
     """The capture attack's hooks ran (the control) and saw the student's cells, never a test's code."""
-    record = "".join(run["kernel"]["escape_capture_tests"] for run in hostile["runs"])
+    record = hostile["runs"][0]["kernel"]["escape_capture_tests"]
     assert "NEXT CELL:" in record and "def masked_mean" in record, "the control: the hooks saw later cells"
     for marker in ("BEGIN HIDDEN TESTS", "_reference", "assert_close(_out", "torch.testing.assert_close(_weights"):
         assert marker not in record, marker

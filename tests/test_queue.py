@@ -540,7 +540,10 @@ def test_a_database_restart_during_a_run_loses_nothing(serial, own_cluster):
         logs = "\n".join(h.text() for h in hosts)
         assert all(h.proc.poll() is None for h in hosts), f"the workers kept running\n{logs[-4000:]}"
         print(f"\nthe restart, as the workers saw it:\n{logs[-3000:]}")
-        assert "could not reach the database" in logs or "connected again" in logs, logs[-4000:]
+        # the outage reached the run: a worker lost its connection, or a grading process its gradebook (and the job
+        # was tried again); which of them notices depends on what each was doing during those 8 seconds
+        assert any(words in logs for words in ("could not reach the database", "connected again",
+                                               "error accessing the nbgrader database")), logs[-4000:]
         import psycopg
 
         from coursekit.queue.postgres import conninfo

@@ -144,6 +144,7 @@ class Listener:
 
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine.
+BOTH_PATHS = ("forgery", "runaway", "resource")  # the attack classes graded by both commands (see grade_hostile)
 # Short limits keep the run short: a cell 10 s, a submission 40 s, a kernel that never answers 20 s.
 HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 40\nc.Execute.startup_timeout = 20\n"
 
@@ -191,22 +192,27 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     kinds: dict[str, list[str]] = {}
     for p in result["problems"]:
         kinds.setdefault(p["student"], []).append(p["kind"])
-    # Every submission is graded on both paths: the stock `nbgrader autograde` (one batch, one process: what one
-    # submission does must not reach the next), then `python -m coursekit grade` (two workers at once: what one costs
-    # must not reach the student graded beside it).
+    # Graded on both paths: the stock `nbgrader autograde` (one batch, one process: what one submission does must not
+    # reach the next) grades everyone; then `python -m coursekit grade` (two workers at once: what one costs must not
+    # reach the student graded beside it) grades every attack class of BOTH_PATHS with the honest twins they are judged
+    # by and the canary. Broken files and escapes meet the same pre-flight and the same sandbox on both paths.
     everyone = [h.submission.student for h in cohort]
+    second = [h.submission.student for h in cohort if h.group in BOTH_PATHS]
+    second += sorted({h.twin or h.at_most for h in cohort if h.group in BOTH_PATHS and (h.twin or h.at_most)}
+                     | {context.honest})
     runs = []
-    for args in ([str(BIN / "nbgrader"), "autograde", name, "--force",
-                  f"--CourseDirectory.submitted_directory={PREFLIGHT}/submitted"],
-                 [sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--jobs", "2"]):
+    for args, graded in (([str(BIN / "nbgrader"), "autograde", name, "--force",
+                           f"--CourseDirectory.submitted_directory={PREFLIGHT}/submitted"], everyone),
+                         ([sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--jobs", "2",
+                           *(f"--student={s}" for s in second)], second)):
         start = time.perf_counter()
         proc = subprocess.run(args, cwd=course, capture_output=True, text=True, env=env, timeout=3600)
         runs.append({"proc": proc, "seconds": time.perf_counter() - start, "command": " ".join(args[:5]),
-                     "scores": cell_scores(hw, everyone), "tree": tree(course),
+                     "graded": graded, "scores": cell_scores(hw, graded), "tree": tree(course),
                      "lingering": subprocess.run(["pgrep", "-f", f"sleep {context.marker}"], capture_output=True,
                                                  text=True).stdout.split(),
-                     "records": {s: _record(hw, s) for s in everyone},
-                     "kernel": {s: _record(hw, s, kernel_only=True) for s in everyone}})
+                     "records": {s: _record(hw, s) for s in graded},
+                     "kernel": {s: _record(hw, s, kernel_only=True) for s in graded}})
     feedback = subprocess.run([str(BIN / "nbgrader"), "generate_feedback", name, "--force"],
                               cwd=course, capture_output=True, text=True, env=env, timeout=1200)
     listener.close()
@@ -311,11 +317,19 @@ def hostile_rows(hw: Assignment, cohort: list[Hostile], scores: dict[str, dict |
 
 
 def hostile_rows_both_paths(hw: Assignment, run: dict) -> list[dict]:
-    """``hostile_rows`` of each grading run of ``grade_hostile``, joined: a row is met only if it is met on both paths."""
+    """``hostile_rows`` of each grading run of ``grade_hostile``, joined: a row is met only if it is met on every path
+    that graded it."""
     stock, parallel = (hostile_rows(hw, run["cohort"], r["scores"], run["preflight_kinds"], r["records"])
                        for r in run["runs"])
-    return [{**a, "ok": a["ok"] and b["ok"], "ran": a["ran"] and b["ran"], "lost": sorted(set(a["lost"]) | set(b["lost"])),
-             "scores": (a["score"], b["score"])} for a, b in zip(stock, parallel)]
+    second = set(run["runs"][1]["graded"])
+    rows = []
+    for a, b in zip(stock, parallel):
+        if a["student"] not in second:
+            rows.append({**a, "scores": (a["score"], None), "paths": 1})
+            continue
+        rows.append({**a, "ok": a["ok"] and b["ok"], "ran": a["ran"] and b["ran"], "paths": 2,
+                     "lost": sorted(set(a["lost"]) | set(b["lost"])), "scores": (a["score"], b["score"])})
+    return rows
 
 
 GROUPS = {"honest": "Honest submissions graded in the same batch (the twins)",
@@ -330,8 +344,10 @@ def hostile_markdown(rows: list[dict]) -> str:
     out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_hostile_cohort.py. Do not edit by hand. -->", "",
            f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, each graded "
-           f"next to the honest submissions on both paths: the stock `nbgrader autograde` (one batch) and `python -m "
-           f"coursekit grade` (two at a time); a row is met only if it is met on both. "
+           f"next to the honest submissions by the stock `nbgrader autograde` (one batch) and, forgeries, runaways and "
+           f"resource attacks with their twins, again by `python -m coursekit grade` (two at a time); a row is met only "
+           f"if it is met on every path that graded it (broken files and escapes meet the same pre-flight and sandbox "
+           f"on both). "
            f"\"Attack ran\" means its code ran in the grading kernel (its marker is in the instructor's record of the "
            f"autograded notebook).", ""]
     for group, title in GROUPS.items():
@@ -341,7 +357,7 @@ def hostile_markdown(rows: list[dict]) -> str:
         out += [f"**{title}**", "", "| Submission | Problem | Pre-flight reports | Attack ran | Autograded score "
                                     "(stock · parallel) | Expected |", "|---|---|---|---|---|---|"]
         for r in mine:
-            score = " · ".join("no grade" if v is None else f"{v:g} / {r['total']:g}" for v in r["scores"])
+            score = " · ".join("no grade" if v is None else f"{v:g} / {r['total']:g}" for v in r["scores"][:r["paths"]])
             if r["at_most"] and r["ok"]:  # how much a resource attack costs its author depends on the machine's load
                 score = "at most its twin's"
             flag = ", ".join(dict.fromkeys(r["preflight"])) or "—"
