@@ -129,7 +129,8 @@ def main(argv=None) -> int:
                         "role may create databases (default: COURSE_TEST_PG_URL, else a throwaway cluster)")
     args = parser.parse_args(argv)
     n, w, name = args.submissions, args.workers, args.assignment
-    print(f"bench_queue: {machine()}; {n} submissions of {name}, {w} local processes vs {w} queue workers", flush=True)
+    started_on = machine()  # "2 cores, load average L at start": taken now, not after the run
+    print(f"bench_queue: {started_on}; {n} submissions of {name}, {w} local processes vs {w} queue workers", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
         work = Path(tmp)
         stop_cluster = None
@@ -222,7 +223,7 @@ def main(argv=None) -> int:
         print(f"  M = {m:>2}: {t / 60:6.1f} min ({t:7.0f} s)")
     if args.save:  # the instructors page's model reads these (book/instructors.md, "How long it takes")
         Path(args.save).write_text(json.dumps({
-            "measured": f"bench/bench_queue.py, {n} submissions of {name}, {w} workers; {machine()}",
+            "measured": f"bench/bench_queue.py, {n} submissions of {name}, {w} workers; {started_on}",
             "grading_s": round(c, 3), "overhead_s": round(o, 4), "slots": w,
             "setup_fixed_s": round(fixed, 2), "setup_per_submission_s": round(per_submission, 4),
             "throughput_ratio": round(ratio, 3)}, indent=1) + "\n")
