@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PYTEST_ARGS ?= -n 3 --dist loadfile --durations=25  # three pytest-xdist workers (a test module stays on one; much of the suite waits on kernels, browsers and time limits, so a third worker fills two cores); the slowest listed
+PYTEST_ARGS ?= -n 2 --dist loadfile --durations=25  # two pytest-xdist workers (a test module stays on one); the slowest listed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 # The assignments `make release`, `make grade` and `make report` work on (names under assignments/): all by default.
 ASSIGNMENT ?= $(notdir $(patsubst %/,%,$(dir $(wildcard assignments/*/*.ipynb))))

@@ -109,7 +109,7 @@ def _build_site(folder: Path) -> dict:
 
 
 # --------------------------------------------------------------------------------- scheduling on xdist workers
-# `make test` runs three pytest-xdist workers that take whole test modules (--dist loadfile) in the order collected.
+# `make test` runs two pytest-xdist workers that take whole test modules (--dist loadfile) in the order collected.
 # The longest modules go first (longest-processing-time-first scheduling), so no worker starts a ten-minute module
 # near the end while the other idles. The rest keep their order.
 FIRST = ["test_hostile_cohort.py", "test_pipeline.py", "test_queue.py", "test_grading_catalog.py", "test_hub.py",
