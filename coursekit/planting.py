@@ -120,7 +120,7 @@ class Hostile:
 
     submission: Submission
     what: str                       # the problem, as the report names it
-    group: str = "broken"           # broken | runaway | forgery | escape | resource | honest
+    group: str = "broken"           # broken | runaway | tamper | forgery | escape | resource | honest
     twin: str | None = None         # an honest student whose per-cell scores this one must equal ("gains nothing")
     fails: frozenset[str] | None = None  # or: exactly these autograded cells score zero (all others full)
     at_most: str | None = None      # or: at most its twin's score on every cell (it may hurt only itself)

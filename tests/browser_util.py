@@ -252,9 +252,11 @@ class Lab:
             body = response.read()
             return json.loads(body) if body else None
 
-    def shutdown_kernels(self) -> None:
+    def shutdown_kernels(self, keep: set[str] = frozenset()) -> None:
+        """Shut down every kernel (its session), but those of the notebooks at the paths in ``keep``."""
         for session in self.api("GET", "sessions"):
-            self.api("DELETE", f"sessions/{session['id']}")
+            if session.get("path") not in keep:
+                self.api("DELETE", f"sessions/{session['id']}")
 
     def url(self, urlpath: str) -> str:
         # ?reset starts from an empty workspace, like a fresh Binder session; the token logs the browser in.

@@ -60,7 +60,7 @@ def binder(tmp_path_factory):
     with Lab(course, env, tmp / "jupyter-lab.log") as lab, sync_playwright() as pw, \
             chromium(pw, tmp / "chromium-profile") as context:
         recorder = RequestRecorder(context, lab.base)
-        yield {"lab": lab, "context": context, "recorder": recorder, "course": course,
+        yield {"lab": lab, "context": context, "recorder": recorder, "course": course, "ran": {},
                "overrides": overrides, "shots": artifacts_dir(tmp_path_factory, "binder-screenshots")}
 
 
@@ -68,15 +68,30 @@ def _run_all(page) -> None:
     click_menu(page, "Run", page.locator(".lm-Menu-item[data-command='runmenu:run-all']:not(.lm-mod-disabled)"))
 
 
+# Chapters whose run the later tests continue (a learner's try-it answers, a widget), instead of running them again.
+CONTINUED = {"book/01_tokens_and_shapes", "book/06_bpe_tokenizer"}
+
+
 def _open_and_run_all(binder, chapter: str, what: str):
-    """Open ``chapter``'s Markdown source as a notebook and start Run All; the page, its source and the screenshot
-    to take if a wait times out."""
+    """The page of ``chapter`` opened as a notebook with Run All started: the one its launch test ran and left open,
+    or (that test not run, e.g. with ``-k``) a new one. The page, its source and the screenshot to take if a wait
+    times out."""
     source = f"{chapter}.md"
-    code_cells = sum(cell.cell_type == "code" for cell in jupytext.read(binder["course"] / source).cells)
     shot = binder["shots"] / f"{Path(chapter).name}-{what}-timeout.png"
-    page, _ = open_notebook(binder["context"], binder["lab"], f"lab/tree/{source}", code_cells, shot=shot)
-    _run_all(page)
+    page = binder["ran"].pop(chapter, None)
+    if page is None:
+        code_cells = sum(cell.cell_type == "code" for cell in jupytext.read(binder["course"] / source).cells)
+        page, _ = open_notebook(binder["context"], binder["lab"], f"lab/tree/{source}", code_cells, shot=shot)
+        _run_all(page)
     return page, source, shot
+
+
+def _close(binder, page, keep: str | None = None) -> None:
+    """Close a notebook page and shut its kernel down, and every other kernel but those of pages handed over to later
+    tests (``binder["ran"]``, or ``keep``)."""
+    page.close()
+    kept = {f"{chapter}.md" for chapter in binder["ran"]} | ({f"{keep}.md"} if keep else set())
+    binder["lab"].shutdown_kernels(keep=kept)
 
 
 # The rendered markdown of the current notebook, as the learner sees it: jupyterlab-myst renders each markdown cell
@@ -189,9 +204,11 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
         shot = shots / f"{Path(chapter).name}.png"
         page.screenshot(path=str(shot), full_page=False)
         print(f"\n[binder] {source}: {len(counts)} code cells ran in {elapsed:.1f} s; screenshot {shot}")
+        if chapter in CONTINUED:  # the try-it and widget tests below continue this run
+            binder["ran"][chapter], page = page, None
     finally:
-        page.close()
-        lab.shutdown_kernels()
+        if page is not None:
+            _close(binder, page)
     assert recorder.external[external_before:] == [], f"JupyterLab requested: {recorder.external[external_before:]}"
 
 
@@ -226,7 +243,6 @@ def test_a_wrong_answer_is_told_what_is_wrong_and_the_solution_opens_on_request(
     solution under the exercise is hidden until its dropdown is opened."""
     from playwright.sync_api import expect
 
-    lab = binder["lab"]
     page, source, shot = _open_and_run_all(binder, chapter, "try-it")
     try:
         wait_for_notebook(page, f"{RUN_FINISHED} && s.prompts.every(p => /^\\[\\d+\\]:$/.test(p))",
@@ -265,8 +281,7 @@ def test_a_wrong_answer_is_told_what_is_wrong_and_the_solution_opens_on_request(
         page.screenshot(path=str(binder["shots"] / f"{Path(chapter).name}-try-it.png"))
         print(f"\n[binder] {chapter} try-it answers: {printed}")
     finally:
-        page.close()
-        lab.shutdown_kernels()
+        _close(binder, page)
 
 
 @pytest.mark.parametrize("chapter", ["book/06_bpe_tokenizer"])
@@ -274,7 +289,6 @@ def test_widget_slider_changes_its_output(binder, chapter):
     """Chapter 6's vocab_size slider: moving it re-tokenizes the sentence in the live notebook."""
     from playwright.sync_api import expect
 
-    lab = binder["lab"]
     page, source, timeout_shot = _open_and_run_all(binder, chapter, "widget")
     try:
         cell = page.locator(".jp-CodeCell", has=page.locator(".widget-slider")).first
@@ -300,8 +314,7 @@ def test_widget_slider_changes_its_output(binder, chapter):
         print(f"\n[binder] {chapter} slider {value_before} -> {value_after}:\n  {before.strip()[:200]}\n"
               f"  {after.strip()[:200]}")
     finally:
-        page.close()
-        lab.shutdown_kernels()
+        _close(binder, page)
 
 
 def test_homework_release_notebook_opens_from_its_launch_path(binder):
@@ -318,8 +331,7 @@ def test_homework_release_notebook_opens_from_its_launch_path(binder):
         try:
             assert state["kernel"].startswith("Python 3"), state
         finally:
-            page.close()
-            lab.shutdown_kernels()
+            _close(binder, page)
 
 
 def test_without_postbuild_a_chapter_opens_as_text(binder, tmp_path):

@@ -17,7 +17,7 @@ and Unix sockets listening on this machine:
 
 → ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → every submission
 graded by the stock ``nbgrader autograde`` on the checked copy (one batch, one process: what one submission does must
-not reach the next), then every forgery, runaway and resource attack (each attack class of issue 22) again, with the
+not reach the next), then every forged verdict and resource attack (each attack class of issue 22) again, with the
 honest twins they are judged by, by ``python -m coursekit grade --force`` (two workers at once: what one costs must not
 reach the student graded beside it) → ``nbgrader generate_feedback``. Every attack is shown to have run on each path
 that graded it (its marker in the instructor's record), and each scores exactly what its honest twin scores
@@ -93,7 +93,10 @@ def test_every_submission_is_graded_and_every_attack_class_on_both_paths(hostile
         assert not missing, f"not graded: {missing}"
     stock, parallel = (set(run["graded"]) for run in hostile["runs"])
     assert stock == everyone
-    assert set(students(hostile, *report.BOTH_PATHS)) | set(students(hostile, "honest")) == parallel
+    attacks = [h for h in hostile["cohort"] if h.group in report.BOTH_PATHS]
+    assert {h.group for h in attacks} == set(report.BOTH_PATHS) and len(attacks) >= 15
+    judges = {h.twin or h.at_most for h in attacks} - {None}
+    assert {h.submission.student for h in attacks} | judges | {hostile["context"].honest} == parallel
     assert hostile["feedback"].returncode == 0, hostile["feedback"].stderr[-3000:]
 
 

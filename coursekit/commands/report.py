@@ -7,11 +7,12 @@ course, with the real commands:
 
 * **catalog**: the planted mistakes and correct alternatives (``planted.catalog``), graded by ``python -m coursekit
   grade`` (nbgrader's own autograder, N workers) → ``book/_generated/<id>/catalog.md``;
-* **hostile**: the hostile cohort (``planted.hostile_cohort``: broken files, runaways, forgeries, escapes, resource
-  attacks, honest twins), with secrets planted where an instructor keeps them and sockets listening on this machine,
-  checked by ``python -m coursekit preflight``, each graded once (broken files, forgeries, escapes by the stock
-  ``nbgrader autograde`` in one batch; runaway and resource attacks by ``python -m coursekit grade``, two at a time;
-  the honest twins by both), then ``nbgrader generate_feedback`` → ``book/_generated/<id>/hostile.md``.
+* **hostile**: the hostile cohort (``planted.hostile_cohort``: broken files, runaways, crude tampering, forged
+  verdicts, escapes, resource attacks, honest twins), with secrets planted where an instructor keeps them and sockets
+  listening on this machine, checked by ``python -m coursekit preflight``, all graded by the stock ``nbgrader
+  autograde`` in one batch, the forged verdicts and resource attacks (``BOTH_PATHS``) with their twins again by
+  ``python -m coursekit grade``, two at a time; then ``nbgrader generate_feedback`` →
+  ``book/_generated/<id>/hostile.md``.
 
 Scores are read through nbgrader's ``Gradebook`` API. The book's grading-report page includes the tables; the test
 suite repeats the runs (``tests/test_grading_catalog.py``, ``tests/test_hostile_cohort.py``) and fails if a committed
@@ -142,11 +143,14 @@ class Listener:
             sock.close()
 
 
+# Graded by both commands (see grade_hostile): every attack class of issue 22, forged verdicts and resource attacks,
+# with the twins they are judged by. Broken files, runaways, the crude tampering the in-kernel guard used to catch and
+# the escapes meet the same pre-flight, checker and sandbox on both paths; the stock path grades them.
+BOTH_PATHS = ("forgery", "resource")
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
-# the runaway and resource attacks end soon, long enough for an honest submission on a busy machine.
-BOTH_PATHS = ("forgery", "runaway", "resource")  # the attack classes graded by both commands (see grade_hostile)
-# Short limits keep the run short: a cell 10 s, a submission 40 s, a kernel that never answers 20 s.
-HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 40\nc.Execute.startup_timeout = 20\n"
+# the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3 s quiet,
+# its longest cell under 2 s): a cell 10 s, a submission 30 s, a kernel that never answers 15 s.
+HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 30\nc.Execute.startup_timeout = 15\n"
 
 
 def tree(course: Path) -> dict[str, str]:
@@ -160,8 +164,8 @@ def tree(course: Path) -> dict[str, str]:
 
 def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     """Plant the hostile cohort next to honest twins in ``course`` (with secrets where an instructor keeps them and
-    sockets listening on this machine), pre-flight it, autograde each submission once (see below; the honest twins
-    twice), then generate feedback; return the runs and their merged scores and records."""
+    sockets listening on this machine), pre-flight it, autograde it on both paths (see below), then generate feedback;
+    return the runs and their merged scores and records."""
     course, name = hw.course.root, hw.name
     canary = {key: f"{key}-{secrets.token_hex(8)}" for key in ("notes", "token", "ssh")}
     home = scratch / "home"
@@ -195,7 +199,8 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     # Graded on both paths: the stock `nbgrader autograde` (one batch, one process: what one submission does must not
     # reach the next) grades everyone; then `python -m coursekit grade` (two workers at once: what one costs must not
     # reach the student graded beside it) grades every attack class of BOTH_PATHS with the honest twins they are judged
-    # by and the canary. Broken files and escapes meet the same pre-flight and the same sandbox on both paths.
+    # by and the canary. Broken files, runaways, crude tampering and escapes meet the same pre-flight, checker and
+    # sandbox on both paths: the stock path grades them.
     everyone = [h.submission.student for h in cohort]
     second = [h.submission.student for h in cohort if h.group in BOTH_PATHS]
     second += sorted({h.twin or h.at_most for h in cohort if h.group in BOTH_PATHS and (h.twin or h.at_most)}
@@ -334,6 +339,7 @@ def hostile_rows_both_paths(hw: Assignment, run: dict) -> list[dict]:
 
 GROUPS = {"honest": "Honest submissions graded in the same batch (the twins)",
           "broken": "Broken files and cells", "runaway": "Runaway code",
+          "tamper": "Crude tampering: the checks, builtins and IPython redefined in the student's kernel",
           "forgery": "Forged verdicts: tampering with the tests, the kernel and the checks, lying objects",
           "escape": "Escapes: secrets, other students, the network, the course tree",
           "resource": "Resources: memory, disk, output, time, processes, links"}
@@ -344,10 +350,10 @@ def hostile_markdown(rows: list[dict]) -> str:
     out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_hostile_cohort.py. Do not edit by hand. -->", "",
            f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, each graded "
-           f"next to the honest submissions by the stock `nbgrader autograde` (one batch) and, forgeries, runaways and "
+           f"next to the honest submissions by the stock `nbgrader autograde` (one batch) and, forged verdicts and "
            f"resource attacks with their twins, again by `python -m coursekit grade` (two at a time); a row is met only "
-           f"if it is met on every path that graded it (broken files and escapes meet the same pre-flight and sandbox "
-           f"on both). "
+           f"if it is met on every path that graded it (broken files, runaways, crude tampering and escapes meet the "
+           f"same pre-flight, checker and sandbox on both). "
            f"\"Attack ran\" means its code ran in the grading kernel (its marker is in the instructor's record of the "
            f"autograded notebook).", ""]
     for group, title in GROUPS.items():

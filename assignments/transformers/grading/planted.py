@@ -802,7 +802,7 @@ print("PAYLOAD resource_disk wrote", written, "MiB", flush=True)
     flood = """
 import sys
 print("PAYLOAD resource_flood", flush=True)
-for _ in range(300):
+for _ in range(96):
     sys.stdout.write("x" * (1 << 20))
 """
     bomb = """
@@ -811,7 +811,7 @@ forked = 0
 try:
     while forked < 5000:
         if os.fork() == 0:
-            end = time.monotonic() + 20
+            end = time.monotonic() + 6
             while time.monotonic() < end:
                 pass
             os._exit(0)
@@ -830,9 +830,9 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
                   **_after_function("masked_mean", disk, assignment)),
                 "fills every writable folder (the working copy, /tmp, HOME)", group="resource", at_most="twin_full",
                 payload="PAYLOAD resource_disk"),
-        Hostile(S("resource_flood", "full solution; prints 300 MB after accuracy", solved="all",
+        Hostile(S("resource_flood", "full solution; prints 96 MB after accuracy", solved="all",
                   **_after_function("accuracy", flood, assignment)),
-                "floods the output (300 MB)", group="resource", at_most="twin_full",
+                "floods the output (96 MB, six times the notebook's output cap)", group="resource", at_most="twin_full",
                 payload="PAYLOAD resource_flood"),
         Hostile(S("resource_slow_drip", "full solution; 400 added cells that each sleep just under the cell limit",
                   solved="all", mutate=_add_cells("masked_mean_solution", ["import time\ntime.sleep(3)"] * 400)),
@@ -948,7 +948,7 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
         Hostile(S("tamper_assert_close", "wrong attention; torch.testing.assert_close replaced", solved="all",
                   bodies={"attention": NO_SCALING},
                   **_after_function("attention", "torch.testing.assert_close = lambda *args, **kwargs: None", assignment)),
-                "redefines torch.testing.assert_close", group="forgery", twin="twin_attention_no_scaling"),
+                "redefines torch.testing.assert_close", group="tamper", twin="twin_attention_no_scaling"),
         Hostile(S("tamper_allclose_eq", "wrong masked_mean; torch.allclose and Tensor.__eq__ replaced", solved="all",
                   bodies={"masked_mean": padded_length},
                   **_after_function("masked_mean",
@@ -958,7 +958,7 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
                                     "torch.Tensor.__eq__ = lambda self, other: (torch.ones_like(self, dtype=torch.bool)"
                                     " if self.is_floating_point() else _real_eq(self, other))",
                                     assignment)),
-                "redefines torch.allclose, torch.Tensor.__eq__", group="forgery", twin="twin_mean_padded_length"),
+                "redefines torch.allclose, torch.Tensor.__eq__", group="tamper", twin="twin_mean_padded_length"),
         Hostile(S("tamper_builtins", "wrong accuracy; builtins abs/isinstance and AssertionError replaced",
                   solved="all", bodies={"accuracy": threshold},
                   **_after_function("accuracy",
@@ -967,19 +967,19 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
                                     "builtins.AssertionError = type('AssertionError', (Exception,), {})\n"
                                     "def isinstance(obj, cls):\n    return True\n"
                                     "class AssertionError(Exception):\n    pass", assignment)),
-                "redefines builtins (abs, isinstance) and AssertionError", group="forgery",
+                "redefines builtins (abs, isinstance) and AssertionError", group="tamper",
                 twin="twin_accuracy_threshold_half"),
         Hostile(S("tamper_inside_function", "wrong attention that replaces assert_close every time it is called",
                   solved="all", bodies={"attention": "torch.testing.assert_close = lambda *args, **kwargs: None\n"
                                                       + textwrap.dedent(NO_SCALING)}),
-                "patches assert_close from inside the graded function", group="forgery",
+                "patches assert_close from inside the graded function", group="tamper",
                 twin="twin_attention_no_scaling"),
         Hostile(S("tamper_custom_exc", "wrong embedding_parameters; IPython told to swallow every exception",
                   solved="all", bodies={"embedding_parameters": plus_bias},
                   **_after_function("embedding_parameters",
                                     "get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)",
                                     assignment)),
-                "makes IPython swallow exceptions (set_custom_exc)", group="forgery", twin="twin_embedding_plus_bias"),
+                "makes IPython swallow exceptions (set_custom_exc)", group="tamper", twin="twin_embedding_plus_bias"),
     ]
     return (honest + broken + runaway + tampering + [_forgery(k, assignment) for k in FORGERIES] + forgeries_inside(assignment)
             + [_escape(k, context, assignment) for k in ESCAPES] + resources(assignment, context))
