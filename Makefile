@@ -27,10 +27,12 @@ help:
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
 	@echo "make report   regenerate the grading report's tables (planted submissions, autograded for real)"
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml coursekit/kernelspec/kernel.json
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt requirements-removed.txt pyproject.toml \
+		coursekit/kernelspec/kernel.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	$(BIN)/python -m pip uninstall --quiet --yes -r requirements-removed.txt  # unused extras that slow every start
 	# the grading sandbox: its kernel provisioner (an entry point of this package) and the kernelspec naming it
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/jupyter kernelspec install --sys-prefix --name course-grading coursekit/kernelspec >/dev/null

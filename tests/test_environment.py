@@ -88,3 +88,35 @@ def test_a_course_copy_takes_no_student_data(tmp_path):
     assert sorted(p.name for p in (copy / "autograded").iterdir()) == ["README.md"]
     assert not (copy / "submitted").exists() and not (copy / "feedback").exists()
     assert not (copy / "gradebook.db").exists() and (copy / "nbgrader_config.py").exists()
+
+
+def removed_packages() -> list[str]:
+    lines = (ROOT / "requirements-removed.txt").read_text().splitlines()
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def test_removed_extras_are_not_installed_and_nothing_misses_them(tmp_path):
+    """requirements-removed.txt: pip installs these only as extras nothing here uses; the Makefile uninstalls them.
+    Not installed in this environment, pinned directly nowhere, and jsonschema, nbformat and nbgrader start and
+    validate notebooks without them."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    import pytest
+
+    names = removed_packages()
+    assert "rfc3987-syntax" in names
+    direct = set(requirement_pins())
+    for name in names:
+        assert _norm(name) not in direct, f"{name} is pinned in requirements.txt and removed again"
+        with pytest.raises(importlib.metadata.PackageNotFoundError):
+            importlib.metadata.distribution(name)
+    code = ("import sys, nbformat, nbgrader.apps, jsonschema._format\n"
+            "nb = nbformat.read(sys.argv[1], 4)\n"
+            "nbformat.validate(nb)\n"
+            "assert 'rfc3987_syntax' not in sys.modules and 'lark' not in sys.modules\n"
+            "print('ok', len(nb.cells))")
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT / "assignments" / "transformers" / "transformers.ipynb")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok "), proc.stdout + proc.stderr

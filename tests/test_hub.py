@@ -264,6 +264,15 @@ def test_setup_accounts_folders_and_roles(hub):
     assert service_pids, "the grading service runs as the grader"
     status, body, _ = hub.call("GET", "/hub/api/services")
     assert status == 200 and hub.course in json.loads(body)
+    # the hub's environment leaves out the unused extras that would slow every server's start (requirements-removed.txt)
+    from test_environment import removed_packages
+
+    removed = removed_packages()
+    found = subprocess.run([str(HUB_PY), "-c", "import importlib.metadata as m, sys\n"
+                            "for n in sys.argv[1:]:\n    try:\n        m.distribution(n); print(n)\n"
+                            "    except m.PackageNotFoundError:\n        pass", *removed],
+                           capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0 and found.stdout.split() == [], found.stdout + found.stderr
     # every assignment of the course is generated in the course directory: in the gradebook, with its release
     listed = {a["name"]: a for a in hub.formgrader("GET", "assignments")}
     assert sorted(listed) == s["assignments"] == COURSE.assignment_names(), sorted(listed)

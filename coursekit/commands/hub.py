@@ -132,8 +132,8 @@ def load_students(count: int) -> list[Student]:
 
 # ------------------------------------------------------------------------------------------------ the environment
 def _requirements() -> list[Path]:
-    return [ROOT / "requirements.txt", ROOT / "constraints.txt", HUB / "requirements.txt", HUB / "constraints.txt",
-            ROOT / "package.json", ROOT / "package-lock.json"]
+    return [ROOT / "requirements.txt", ROOT / "constraints.txt", ROOT / "requirements-removed.txt",
+            HUB / "requirements.txt", HUB / "constraints.txt", ROOT / "package.json", ROOT / "package-lock.json"]
 
 
 def _digest(paths: list[Path]) -> str:
@@ -167,6 +167,8 @@ def install(paths: Paths, log=print) -> bool:
         _run(pip + ["--upgrade", "pip"])
         _run(pip + ["-r", str(ROOT / "requirements.txt"), "-r", str(HUB / "requirements.txt"),
                     "-c", str(ROOT / "constraints.txt"), "-c", str(HUB / "constraints.txt")])
+        _run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "--quiet", "--yes",  # unused extras (the file)
+              "-r", str(ROOT / "requirements-removed.txt")])
         stamp.write_text(want)
         changed = True
     package_stamp = venv / ".coursekit-package"
