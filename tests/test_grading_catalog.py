@@ -1,7 +1,8 @@
 """Wrong answers lose points on their own exercise only; correct alternatives get full points; the book says so.
 
-Each assignment's catalogue of planted implementations (its ``grading/planted.py``: ``catalog``) is autograded in a
-temporary copy of the course with nbgrader's own autograder (``python -m coursekit grade``, parallel workers calling
+Each assignment's catalogue of planted implementations (its ``grading/planted.py``: ``catalog``; every mistake alone,
+the correct alternatives together, one of each function per submission: ``report.catalog_submissions``) is autograded
+in a temporary copy of the course with nbgrader's own autograder (``python -m coursekit grade``, parallel workers calling
 nbgrader's autograde, every assignment in one run), and every grade cell's score is read through nbgrader's
 Gradebook API. The tables the grading report includes (``book/_generated/<id>/catalog.md``) must be exactly what this
 run produces: regenerate them with ``make report``.
@@ -25,13 +26,12 @@ CATALOGUED = [n for n in ASSIGNMENTS if hasattr(COURSE.assignment(n).planted, "c
 @pytest.fixture(scope="module")
 def catalog_run(tmp_path_factory):
     course = Course.load(copy_course(tmp_path_factory.mktemp("catalog") / "course"))
-    submissions = {}
+    submissions, graded_as = {}, {}
     for name in CATALOGUED:
         hw = course.assignment(name)
         report.prepare(hw)
-        wrong, right = hw.planted.catalog(hw)
-        submissions[name] = wrong + right
-        for sub in wrong + right:
+        submissions[name], graded_as[name] = report.catalog_submissions(hw)
+        for sub in submissions[name]:
             sub.write(hw)
     start = time.perf_counter()
     proc = run([sys.executable, "-m", "coursekit", "grade", *CATALOGUED, "--no-progress", "--force"],
@@ -41,7 +41,7 @@ def catalog_run(tmp_path_factory):
     for name in CATALOGUED:
         hw = course.assignment(name)
         out["scores"][name] = report.cell_scores(hw, [s.student for s in submissions[name]])
-        out["rows"][name] = report.catalog_rows(hw, out["scores"][name])
+        out["rows"][name] = report.catalog_rows(hw, out["scores"][name], graded_as[name])
     print(f"\ncatalog: {sum(map(len, submissions.values()))} submissions autograded in {seconds:.0f} s")
     return out
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import PREFLIGHT, ROOT, copy_course, venv_env
 from ..course import Assignment, Course
-from ..planting import Context, Hostile
+from ..planting import Context, Hostile, Submission
 from ..sandbox import GradingSandbox
 
 BIN = Path(sys.executable).parent
@@ -88,6 +88,30 @@ def cell_scores(hw: Assignment, students) -> dict[str, dict[str, float] | None]:
             found[student] = {g.name: float(g.auto_score) for g in notebook.grades
                               if g.cell.cell_type == "code" and g.auto_score is not None}
     return found
+
+
+def catalog_submissions(hw: Assignment) -> tuple[list[Submission], dict[str, str]]:
+    """The catalogue as it is graded, and {planted student id: the student id it is graded as}.
+
+    Every planted mistake is a submission of its own: its row says which cells it loses, and those must be its own
+    exercise's. The correct alternatives are graded together, one of each function per submission: a correct
+    alternative loses nothing, so a submission of them must lose nothing, and any cell it loses fails the rows of
+    every alternative in it (the row names the cells). As many gradings as the function with the most alternatives
+    has, for the same rows."""
+    wrong, right = hw.planted.catalog(hw)
+    graded_as = {sub.student: sub.student for sub in wrong}
+    by_function: dict[str, list[Submission]] = {}
+    for sub in right:
+        (function,) = sub.bodies
+        by_function.setdefault(function, []).append(sub)
+    together = []
+    for i in range(max(map(len, by_function.values()), default=0)):
+        members = [subs[i] for subs in by_function.values() if i < len(subs)]
+        student = f"right_together_{i + 1}"
+        together.append(Submission(student, "; ".join(m.note for m in members), solved="all",
+                                   bodies={f: code for m in members for f, code in m.bodies.items()}))
+        graded_as.update({m.student: student for m in members})
+    return wrong + together, graded_as
 
 
 def grade_catalog(hw: Assignment, submissions, jobs: int | None = None) -> dict:
@@ -243,13 +267,13 @@ def lost_cells(scores: dict[str, float] | None, cells: dict[str, float]) -> set[
     return {g for g, points in cells.items() if scores.get(g, 0.0) < points}
 
 
-def catalog_rows(hw: Assignment, scores: dict[str, dict | None]) -> list[dict]:
+def catalog_rows(hw: Assignment, scores: dict[str, dict | None], graded_as: dict[str, str] | None = None) -> list[dict]:
     """One row per planted implementation: what it lost and whether that is what the catalogue requires."""
     cells = hw.autograded_cells
     total = sum(cells.values())
     rows = []
     for student, plant in hw.planted.plants().items():
-        got = scores.get(student)
+        got = scores.get((graded_as or {}).get(student, student))
         lost = lost_cells(got, cells)
         own = hw.cells_of(plant.function)
         kind = "wrong" if student.startswith("wrong_") else "right"
@@ -276,7 +300,8 @@ def catalog_markdown(rows: list[dict]) -> str:
             caught += " (**outside its exercise**)"
         out.append(f"| {r['exercise']} | {r['note']} | {caught} | {r['score']:g} / {total:g} |")
     out += ["", f"**Correct alternatives accepted: {sum(r['ok'] for r in right)} of {len(right)}** — full "
-                f"autograded points.", "",
+                f"autograded points (graded together: one alternative of each exercise per submission, which must "
+                f"lose nothing).", "",
             "| Exercise | Correct alternative | Autograded score |", "|---|---|---|"]
     for r in right:
         mark = "" if r["ok"] else f" (**lost** {', '.join(r['lost'])})"
@@ -381,12 +406,13 @@ def run_report(hw: Assignment, kinds: list[str], jobs: int | None, scratch: Path
     if "catalog" in kinds and hasattr(hw.planted, "catalog"):
         copy = Course.load(copy_course(scratch / f"{hw.name}-catalog" / "course", hw.course.root)).assignment(hw.name)
         prepare(copy)
-        wrong, right = copy.planted.catalog(copy)
-        run = grade_catalog(copy, wrong + right, jobs)
-        rows = catalog_rows(copy, run["scores"])
+        submissions, graded_as = catalog_submissions(copy)
+        run = grade_catalog(copy, submissions, jobs)
+        rows = catalog_rows(copy, run["scores"], graded_as)
         (hw.course.root / table(hw, "catalog")).parent.mkdir(parents=True, exist_ok=True)
         (hw.course.root / table(hw, "catalog")).write_text(catalog_markdown(rows))
-        print(f"{hw.name} catalog: {len(rows)} submissions autograded in {run['seconds']:.0f} s; "
+        print(f"{hw.name} catalog: {len(rows)} planted implementations in {len(submissions)} submissions autograded "
+              f"in {run['seconds']:.0f} s; "
               f"wrote {table(hw, 'catalog')}")
         status |= not all(r["ok"] for r in rows)
     if "hostile" in kinds and hasattr(hw.planted, "hostile_cohort"):
