@@ -173,8 +173,8 @@ class Listener:
 BOTH_PATHS = ("forgery", "resource")
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3 s quiet,
-# its longest cell under 2 s): a cell 10 s, a submission 30 s, a kernel that never answers 15 s.
-HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 30\nc.Execute.startup_timeout = 15\n"
+# its longest cell under 2 s): a cell 10 s, a submission 20 s, a kernel that never answers 10 s.
+HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 20\nc.Execute.startup_timeout = 10\n"
 
 
 def tree(course: Path) -> dict[str, str]:
