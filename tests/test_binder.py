@@ -86,12 +86,11 @@ def _open_and_run_all(binder, chapter: str, what: str):
     return page, source, shot
 
 
-def _close(binder, page, keep: str | None = None) -> None:
-    """Close a notebook page and shut its kernel down, and every other kernel but those of pages handed over to later
-    tests (``binder["ran"]``, or ``keep``)."""
+def _close(binder, page) -> None:
+    """Close a notebook page and shut its kernel down, and every other kernel but those of the pages handed over to
+    later tests (``binder["ran"]``)."""
     page.close()
-    kept = {f"{chapter}.md" for chapter in binder["ran"]} | ({f"{keep}.md"} if keep else set())
-    binder["lab"].shutdown_kernels(keep=kept)
+    binder["lab"].shutdown_kernels(keep={f"{chapter}.md" for chapter in binder["ran"]})
 
 
 # The rendered markdown of the current notebook, as the learner sees it: jupyterlab-myst renders each markdown cell

@@ -169,7 +169,7 @@ class Listener:
 
 # Graded by both commands (see grade_hostile): every attack class of issue 22, forged verdicts and resource attacks,
 # with the twins they are judged by. Broken files, runaways, the crude tampering the in-kernel guard used to catch and
-# the escapes meet the same pre-flight, checker and sandbox on both paths; the stock path grades them.
+# the escapes would meet the same pre-flight, checker and sandbox on the second path: the stock path alone grades them.
 BOTH_PATHS = ("forgery", "resource")
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3 s quiet,
