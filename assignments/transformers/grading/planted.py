@@ -840,7 +840,7 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
                 at_most="twin_full", expect="stopped at the submission's time budget; at most full points"),
         Hostile(S("resource_fork_bomb", "full solution; a fork bomb of busy processes after embedding_parameters",
                   solved="all", **_after_function("embedding_parameters", bomb, assignment)),
-                "a fork bomb of busy processes (graded beside honest students)", group="resource",
+                "a fork bomb of busy processes (graded two at a time with the rest of the cohort)", group="resource",
                 at_most="twin_full", payload="PAYLOAD resource_fork_bomb"),
         Hostile(S("resource_stall", "full solution; a file that replaces the kernel's launcher and never answers",
                   solved="all", extra={"ipykernel_launcher.py": "import time\ntime.sleep(3600)\n"}),
