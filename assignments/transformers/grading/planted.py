@@ -782,7 +782,7 @@ def resources(assignment, context: Context) -> list[Hostile]:
     S = Submission
     memory = """
 import subprocess, sys
-code = "x = b'y' * (1200 << 20)\\nimport time\\ntime.sleep(5)"
+code = "x = b'y' * (1200 << 20)\\nimport time\\ntime.sleep(3)"
 procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(6)]
 print("PAYLOAD resource_memory", [p.wait() for p in procs], flush=True)
 """
@@ -802,7 +802,7 @@ print("PAYLOAD resource_disk wrote", written, "MiB", flush=True)
     flood = """
 import sys
 print("PAYLOAD resource_flood", flush=True)
-for _ in range(96):
+for _ in range(24):
     sys.stdout.write("x" * (1 << 20))
 """
     bomb = """
@@ -830,9 +830,9 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
                   **_after_function("masked_mean", disk, assignment)),
                 "fills every writable folder (the working copy, /tmp, HOME)", group="resource", at_most="twin_full",
                 payload="PAYLOAD resource_disk"),
-        Hostile(S("resource_flood", "full solution; prints 96 MB after accuracy", solved="all",
+        Hostile(S("resource_flood", "full solution; prints 24 MB after accuracy", solved="all",
                   **_after_function("accuracy", flood, assignment)),
-                "floods the output (96 MB, six times the notebook's output cap)", group="resource", at_most="twin_full",
+                "floods the output (24 MB, over the notebook's output cap)", group="resource", at_most="twin_full",
                 payload="PAYLOAD resource_flood"),
         Hostile(S("resource_slow_drip", "full solution; 400 added cells that each sleep just under the cell limit",
                   solved="all", mutate=_add_cells("masked_mean_solution", ["import time\ntime.sleep(3)"] * 400)),
