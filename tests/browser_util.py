@@ -106,6 +106,18 @@ UI_TIMEOUT_MS = 240_000
 RUN_TIMEOUT_MS = 900_000
 
 
+def _expect_waits_as_long() -> None:
+    """playwright's `expect(...)` has a timeout of its own (5 s unless told), which `page.set_default_timeout` does not
+    change: an `expect` without `timeout=` would fail a page that is merely slow (JupyterLab's file browser polls every
+    10 s). Every `expect` gets the same upper bound as the other waits."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=UI_TIMEOUT_MS)
+
+
+_expect_waits_as_long()
+
+
 def _describe(seen) -> str:
     try:
         value = seen() if callable(seen) else seen
