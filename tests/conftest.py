@@ -107,25 +107,3 @@ def _build_site(folder: Path) -> dict:
     assert proc.returncode == 0, f"book build failed\n{log[-8000:]}"
     return {"root": course, "html": course / "_build" / "html", "log": log, "cache_log": cache.stdout + cache.stderr}
 
-
-# --------------------------------------------------------------------------------- scheduling on xdist workers
-# `make test` runs two pytest-xdist workers that take whole test modules (--dist loadfile) in the order collected.
-# The longest modules go first (longest-processing-time-first scheduling), so no worker starts a long module near the
-# end while the other idles; the order is by each module's measured time (`make test` lists the slowest tests). The
-# site's build (about a minute) is paid by the first module that asks for it: test_site_browser, early, so that the
-# others find it built instead of waiting for it. The rest keep their order. pytest-xdist would otherwise reorder the
-# modules by their number of tests (its --loadscope-reorder, on by default), which puts the longest last.
-FIRST = ["test_hostile_cohort.py", "test_site_browser.py", "test_grading_catalog.py", "test_pipeline.py",
-         "test_queue.py", "test_binder.py", "test_hub.py", "test_homework_salts.py", "test_chapters.py",
-         "test_sandbox.py", "test_formgrader_browser.py", "test_checker.py", "test_collect.py", "test_build.py",
-         "test_homework_release.py", "test_homework_browser.py", "test_publish.py"]
-
-
-def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order FIRST gives
-        config.option.loadscopereorder = False
-
-
-def pytest_collection_modifyitems(session, config, items):
-    rank = {name: i for i, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))

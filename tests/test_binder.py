@@ -10,7 +10,9 @@ result. A screenshot of every chapter is saved (path printed; set COURSE_TEST_AR
 A chapter opened this way must read as well as its page (issue 23): jupyterlab-myst (in the environment) renders the
 MyST markdown, so no role or directive shows as raw text, every solution and answer stays folded in a closed
 dropdown until the learner opens it, and once the cells have run every number of the prose (an `{eval}` role) shows
-its value. A try-it cell answers a wrong answer with what is wrong: its shape, its dtype or its values.
+its value. A try-it cell answers a wrong answer with what is wrong: its shape, its dtype or its values. The homework's
+release notebooks open from their launch paths too, and a learner's "Restart Kernel and Run All Cells" on the
+untouched homework reaches its last cell.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 
 import jupytext
+import nbformat
 import pytest
 
 from browser_util import (RUN_FINISHED, RUN_TIMEOUT_MS, UI_TIMEOUT_MS, Lab, RequestRecorder, artifacts_dir, awaiting,
@@ -316,9 +319,17 @@ def test_widget_slider_changes_its_output(binder, chapter):
         _close(binder, page)
 
 
+RELEASE = "release/transformers/transformers.ipynb"  # the homework a learner's first evening runs untouched
+
+
 def test_homework_release_notebook_opens_from_its_launch_path(binder):
+    """Every release notebook opens from its launch path with a Python kernel. On the untouched homework, a learner's
+    first evening: Kernel → "Restart Kernel and Run All Cells…" reaches the last cell, and every test cell on the way
+    shows its error. Test cells are tagged `raises-exception`, so JupyterLab asks the kernel not to abort the queued
+    cells after an error in them (tests/test_homework_release.py checks the same with nbconvert, with a control)."""
     notebooks = sorted((binder["course"] / "release").rglob("*.ipynb"))
     assert notebooks, "no release notebook"
+    assert binder["course"] / RELEASE in notebooks
     lab = binder["lab"]
     for nb in notebooks:
         rel = nb.relative_to(binder["course"]).as_posix()
@@ -329,8 +340,41 @@ def test_homework_release_notebook_opens_from_its_launch_path(binder):
                                     shot=binder["shots"] / f"{nb.stem}-timeout.png")
         try:
             assert state["kernel"].startswith("Python 3"), state
+            if rel == RELEASE:
+                _restart_and_run_all_reaches_the_last_cell(binder, page, nb)
         finally:
             _close(binder, page)
+
+
+def _restart_and_run_all_reaches_the_last_cell(binder, page, path: Path) -> None:
+    code_cells = [c for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
+    test_cells = [c for c in code_cells if c.metadata.get("nbgrader", {}).get("grade")]
+    shots = binder["shots"]
+    timeout_shot = shots / "run-all-timeout.png"
+    started = time.monotonic()
+    click_menu(page, "Kernel", page.locator(".lm-Menu-item:not(.lm-mod-disabled)",
+                                            has_text="Restart Kernel and Run All Cells"))
+    with awaiting("the 'Restart Kernel?' dialog's Restart button", lambda: notebook_state(page)):
+        page.locator(".jp-Dialog-button.jp-mod-accept").click()
+    # Run All queues every cell at once ("[*]:"). Done when the kernel is idle and nothing is queued; a run that
+    # stopped early leaves the later prompts empty ("[ ]:"), which the assertions report. Before the run no prompt
+    # has a number, so this cannot hold before the cells were queued.
+    state = wait_for_notebook(page, f"{RUN_FINISHED} && s.prompts.some(p => /\\d/.test(p))",
+                              f"Restart Kernel and Run All Cells of {RELEASE} to finish",
+                              timeout=RUN_TIMEOUT_MS, shot=timeout_shot)
+    elapsed = time.monotonic() - started
+    page.screenshot(path=str(shots / "run-all-untouched-release.png"))
+    counts = [int(m.group()) if m else None for m in (re.search(r"\d+", p) for p in state["prompts"])]
+    assert len(counts) == len(code_cells), (len(counts), len(code_cells))
+    not_run = [c.id for c, n in zip(code_cells, counts) if n is None]
+    assert not not_run, f"Run All stopped: these cells never ran: {not_run}"
+    assert counts == sorted(counts), f"cells ran out of order: {counts}"
+    assert len(state["errors"]) == len(test_cells), state["errors"]
+    assert all("NotImplementedError" in e for e in state["errors"]), state["errors"]
+    page.locator(".jp-Notebook .jp-Cell").last.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "run-all-untouched-release-end.png"))
+    print(f"\n[homework] Run All: {len(counts)} code cells ran, {len(state['errors'])} test cells show "
+          f"their error; {elapsed:.0f} s (shared machine)")
 
 
 def test_without_postbuild_a_chapter_opens_as_text(binder, tmp_path):

@@ -173,9 +173,11 @@ class Listener:
 BOTH_PATHS = ("forgery", "resource")
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3.3 s quiet,
-# its longest cell 1.7 s, its kernel up in 0.6 s) and for the infinite loop's twin (its cells besides the loop, about
-# 4.5 s quiet, must fit beside one cell limit): a cell 6 s, a submission 15 s, a kernel that never answers 5 s.
-HOSTILE_LIMITS = "\nc.Execute.timeout = 6\nc.GradingSandbox.wall_limit_s = 15\nc.Execute.startup_timeout = 5\n"
+# its longest cell 1.7 s, its kernel up in 0.6 s) and for the attacks that must still finish a cell under load (the
+# fork bomb forks beside its own busy children; a 6 s cell limit was too short on a loaded machine): a cell 10 s, a
+# submission 20 s (the infinite loop's twin needs its other cells, about 4.5 s quiet, beside one cell limit), a kernel
+# that never answers 5 s.
+HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 20\nc.Execute.startup_timeout = 5\n"
 
 
 def tree(course: Path) -> dict[str, str]:
