@@ -16,6 +16,11 @@ from coursekit import ROOT, copy_course, venv_env  # noqa: F401  (re-exported fo
 from coursekit.course import Course
 
 BIN = Path(sys.executable).parent
+# Two xdist workers share two cores, so each computes with one thread: with torch's default (a thread per core) the
+# hidden tests run in-process for hundreds of salts (test_homework_salts.py) spun on both cores, twice the CPU for the
+# same wall time, and more under load. Set before anything imports torch; the processes the tests start inherit it
+# (every notebook, the checker and the grading kernels set one thread of their own anyway).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # This environment's programs first on PATH, as `. .venv/bin/activate` puts them (nbgrader runs `alembic` from PATH when
 # it creates a gradebook, in this process too).
 os.environ.update(venv_env())
