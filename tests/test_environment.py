@@ -1,9 +1,13 @@
 """environment.yml (Binder) and requirements.txt (pip) must pin the same packages at the same versions."""
 from __future__ import annotations
 
+import importlib.metadata
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,12 +103,6 @@ def test_removed_extras_are_not_installed_and_nothing_misses_them(tmp_path):
     """requirements-removed.txt: pip installs these only as extras nothing here uses; the Makefile uninstalls them.
     Not installed in this environment, pinned directly nowhere, and jsonschema, nbformat and nbgrader start and
     validate notebooks without them."""
-    import importlib.metadata
-    import subprocess
-    import sys
-
-    import pytest
-
     names = removed_packages()
     assert "rfc3987-syntax" in names
     direct = set(requirement_pins())
