@@ -72,7 +72,6 @@ def test_constraints_agree_with_pins():
 
 
 def test_pin_parser_rejects_ranges():
-
     with pytest.raises(AssertionError, match="not an exact pin"):
         pins_from_lines(["torch>=2.2"], "x")
 
