@@ -106,9 +106,6 @@ c.Execute.kernel_name = "course-grading"
 c.Autograde.exporter_class = "coursekit.sandbox.provisioner.SandboxedExporter"
 c.GradingSandbox.memory_limit_mb = 4096  # per submission, all its processes together
 c.GradingSandbox.wall_limit_s = 600      # per submission, kernel start to last cell (c.Execute.timeout is per cell)
-# The course's grading secret: never committed (.gitignore), created on first use. Hidden tests draw their inputs from
-# a salt derived from it, the student and the submission, so knowing a test's code does not tell a student its inputs.
-c.GradingSandbox.secret_file = os.path.join(HERE, ".grading-secret")
 # c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 
 # Stock preprocessor list, with GradingExecute in place of Execute (coursekit/autograde/execute.py): the student's kernel runs the

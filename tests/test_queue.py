@@ -245,13 +245,10 @@ def in_other_netns(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
     """The reference: the cohort graded by ``grade --jobs 1`` into a fresh database; its export."""
-    from coursekit.sandbox import GradingSandbox
-
     base = tmp_path_factory.mktemp("queue")
     dbs = Databases(server_url())
     root = copy_course(base / "serial")
     students = write_cohort(root)
-    GradingSandbox(config=Course.load(root).config).secret()  # one grading secret for every copy (same hidden inputs)
     db = dbs.new()
     run([NBGRADER, "generate_assignment", ASSIGNMENT, "--force", f"--db={db}"], cwd=root)
     start = time.perf_counter()
@@ -264,7 +261,7 @@ def serial(tmp_path_factory):
 
 
 def queue_copy(serial, name: str, students: list[str]) -> Path:
-    """A copy of the serial course before grading (same submissions and grading secret), configured for the test."""
+    """A copy of the serial course before grading (same submissions), configured for the test."""
     root = serial["base"] / name
     shutil.copytree(serial["root"], root, symlinks=True,
                     ignore=shutil.ignore_patterns("autograded", "feedback", "preflight", "*.csv"))

@@ -1,4 +1,4 @@
-"""The checker's side of the bridge: ask the student's kernel for names, calls and attributes, receive data.
+"""The checker's side of the bridge: ask the student's kernel for its answers and call them, receive data.
 
 Every request is one ``execute_request`` on the kernel's shell channel (``student_side.handle(...)``, not stored in
 the kernel's history); the answer comes back as a display message on IOPub, read here within a deadline. A request
@@ -7,10 +7,14 @@ is kept, capped, for the instructor's record.
 
 What the checker sees of the student's objects:
 
-* data (see ``wire``), decoded into fresh values built here;
-* ``StudentObject``: a reference to anything else (a function, a class, a model) that can only be called or asked
-  for an attribute, each through the bridge, each answering with data or another reference. It supports nothing
-  else: no comparison, no ``isinstance`` with the student's classes, no iteration.
+* data (see ``wire``), decoded into fresh values built here (a tokenizer rebuilt from allowed components only);
+* ``StudentObject``: a reference to an answer that is not data (a function), which can only be called. A call's
+  result must be data: a test that compares, indexes or inspects a result always holds a value built here, never a
+  reference the student's kernel would answer live.
+
+What a failure says is fixed text, never the student's: an exception the student's code raised is reported as the
+builtin exception's name (or "an exception"), never its class name, message or arguments; ``BridgeError.summary`` is
+the version a student may see.
 """
 from __future__ import annotations
 
@@ -20,9 +24,7 @@ import queue
 import time
 from pathlib import Path
 
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_core.utils import ensure_async, run_sync
-from traitlets import default
 
 from . import wire
 from .student_side import MIME
@@ -32,7 +34,12 @@ PRINTED_LIMIT = 4000
 
 
 class BridgeError(Exception):
-    """The student's kernel did not answer a request with data (timeout, death, refusal)."""
+    """The student's kernel did not answer a request with data (timeout, death, refusal). ``summary``: the same in
+    fixed words a student may see (the full message may hold what the kernel sent, for the instructor)."""
+
+    def __init__(self, message: str, summary: str | None = None):
+        super().__init__(message)
+        self.summary = summary if summary is not None else message
 
 
 class StudentRaised(Exception):
@@ -40,27 +47,36 @@ class StudentRaised(Exception):
     builtin exception of the same name, so a test's ``except ValueError`` works as it would in the kernel)."""
 
     function = "your code"
-    kind = "Exception"
+    kind = "an exception"
 
 
 _raised_classes: dict[str, type] = {}
 
 
+def builtin_kind(kind: str, builtin: bool) -> str:
+    """The name a report may give an exception the student's code raised: a builtin exception's own name, or
+    "an exception" (a class the student defined, whatever its name)."""
+    base = getattr(builtins, kind, None) if builtin and kind.isidentifier() else None
+    return kind if isinstance(base, type) and issubclass(base, Exception) else "an exception"
+
+
 def raised(kind: str, builtin: bool, message: str, function: str) -> StudentRaised:
-    base = getattr(builtins, kind, None) if builtin else None
-    if not (isinstance(base, type) and issubclass(base, Exception)):
-        base = Exception
-    cls = _raised_classes.get(kind if base is not Exception else "")
+    """The exception to raise in the test: a subclass of the builtin of that name (so a test's ``except ValueError``
+    works as it would in the kernel), named only by a builtin's name. ``message`` is kept for the instructor's
+    record."""
+    kind = builtin_kind(kind, builtin)
+    base = getattr(builtins, kind) if kind != "an exception" else Exception
+    cls = _raised_classes.get(kind)
     if cls is None:
         cls = type(kind if base is not Exception else "StudentError", (StudentRaised, base), {})
-        _raised_classes[kind if base is not Exception else ""] = cls
+        _raised_classes[kind] = cls
     error = cls(message)
     error.function, error.kind = function, kind
     return error
 
 
 class StudentObject:
-    """A reference to an object in the student's kernel: call it, or ask it for an attribute; nothing else."""
+    """A reference to an answer in the student's kernel that is not data (a function): call it; nothing else."""
 
     __slots__ = ("_bridge", "_key", "_label")
 
@@ -75,9 +91,8 @@ class StudentObject:
                                      "kwargs": {k: self._bridge.send(v) for k, v in kwargs.items()}}, self._label)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self._bridge.request({"op": "getattr", "target": self._key, "name": name}, f"{self._label}.{name}")
+        raise AttributeError(f"{self._label} can only be called (a test never reads attributes of the student's "
+                             f"objects)")
 
     def __setattr__(self, name, value):
         raise TypeError("a test cannot change an object of the student's code")
@@ -112,7 +127,8 @@ class Bridge:
         self.installed = True
 
     def names(self, names: list[str]) -> dict:
-        """{name: value} of the student's globals among ``names`` (names the notebook does not define left out)."""
+        """{name: value} of the student's answers among ``names`` (names the notebook does not define left out):
+        data as a value, anything else as a ``StudentObject``."""
         values = self.request({"op": "get", "names": sorted(names)}, "your notebook", key="values")
         if not isinstance(values, dict):
             raise BridgeError("your notebook: malformed answer from the kernel")
@@ -120,7 +136,7 @@ class Bridge:
         for name in names:
             data = values.get(name, {"$missing": True})
             if data != {"$missing": True}:
-                found[name] = self._decoded(data, name)
+                found[name] = self._decoded(data, f"`{name}`", references=True)
         return found
 
     def send(self, value):
@@ -144,20 +160,22 @@ class Bridge:
             raise raised(str(info.get("type", "Exception"))[:100], info.get("builtin") is True,
                          str(info.get("message", ""))[:4000], label)
         if "unsendable" in reply:
-            raise BridgeError(f"{label} returned something that is not data "
-                              f"({str(reply['unsendable'])[:200]})")
+            raise BridgeError(f"{label} returned something that is not data (the kernel said: "
+                              f"{str(reply['unsendable'])[:200]!r})", f"{label} returned something that is not data")
         if key not in reply:
             raise BridgeError(f"{label}: malformed answer from the kernel")
         return reply[key] if key == "values" else self._decoded(reply[key], label)
 
-    def _decoded(self, data, label: str):
-        try:
-            return self._decode(data, label)
-        except (wire.WireError, RecursionError) as error:
-            raise BridgeError(f"{label}: the answer is not data ({error})") from None
+    def _decoded(self, data, label: str, references: bool = False):
+        """``data`` as a value built here; a reference only where ``references`` (an answer fetched by name)."""
+        from .tokenizer import rebuild
 
-    def _decode(self, data, label):
-        return wire.decode(data, lambda key: StudentObject(self, key, label if "(" in label else f"`{label}`"))
+        resolve = (lambda key: StudentObject(self, key, label)) if references else None
+        try:
+            return wire.decode(data, resolve, tokenizer=rebuild)
+        except (wire.WireError, RecursionError) as error:
+            raise BridgeError(f"{label} returned something that is not data ({error})",
+                              f"{label} returned something that is not data") from None
 
     async def _execute(self, code: str, label: str | None):
         """Send ``code``; return the bridge's answer (None if none), within ``self.deadline``."""
@@ -206,26 +224,3 @@ class Bridge:
         except Exception:  # noqa: BLE001 - a kernel that cannot be interrupted is given up on below
             pass
         self.dead = "the kernel did not respond after a time limit"
-
-
-class BoundedKernelClient(AsyncKernelClient):
-    """jupyter_client's async kernel client whose sockets refuse any message over ``max_message_bytes`` (ZeroMQ's
-    ``MAXMSGSIZE``: an oversized message is dropped before it is read into memory)."""
-
-    max_message_bytes = 32 << 20
-
-    @default("context")
-    def _bounded_context(self):
-        import zmq
-        import zmq.asyncio
-
-        context = zmq.asyncio.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
-        self.own_context = context
-        return context
-
-    def stop_channels(self) -> None:
-        super().stop_channels()
-        owned = getattr(self, "own_context", None)
-        if owned is not None and not owned.closed:
-            owned.destroy(linger=100)

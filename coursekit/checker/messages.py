@@ -28,7 +28,10 @@ TORCH_LINES = [re.compile(p) for p in (
     r"No comparison pair was able to handle inputs of type <class '[\w.]+'> and <class '[\w.]+'>\.",
     r"",
 )]
-IDENTIFIER = re.compile(r"[A-Za-z_][\w.]{0,40}")
+# Quoted words an exception message of Python or a library may keep: the names of the types data crosses as (what a
+# test holds of the student's work), besides the identifiers of the test's own code (``code_words``).
+TYPE_NAMES = frozenset({"int", "float", "complex", "bool", "str", "bytes", "list", "tuple", "dict", "set", "NoneType",
+                        "Tensor", "Size", "dtype", "ndarray", "Tokenizer", "StudentObject", "function", "object"})
 
 
 class CheckMessage(str):
@@ -119,13 +122,33 @@ def torch_text(text: str) -> str:
     return "\n".join(kept).strip()
 
 
-def exception_text(text: str) -> str:
-    """An exception message from Python or a library, with every quoted part that is not a short identifier
-    replaced (``'list' object has no attribute 'double'`` stays; a quoted text a submission supplied does not)."""
+def exception_text(text: str, allowed: frozenset[str] = TYPE_NAMES) -> str:
+    """An exception message from Python or a library, with every quoted part replaced unless it is one of ``allowed``
+    (``'list' object has no attribute 'double'`` stays when ``double`` is in the test's code; a quoted text or key
+    that came from data does not)."""
     def quoted(match):
         inner = match.group(0)[1:-1]
-        return match.group(0) if IDENTIFIER.fullmatch(inner) else "‹…›"
+        return match.group(0) if inner in allowed else "‹…›"
     return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", quoted, str(text))[:SUMMARY_LIMIT]
+
+
+def code_words(source: str) -> frozenset[str]:
+    """The identifiers of a test's code (names, attributes, functions): what its own error messages may quote."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    words = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.add(node.attr)
+        elif isinstance(node, ast.FunctionDef):
+            words.add(node.name)
+        elif isinstance(node, (ast.keyword, ast.arg)) and node.arg:
+            words.add(node.arg)
+    return frozenset(words)
 
 
 def opaque(value) -> CheckMessage:

@@ -5,8 +5,8 @@ before the notebook's first cell. Each request is one ``execute_request`` callin
 published as a display message of type ``MIME``. Nothing here is trusted: the submission can replace any of it, and
 all it gains is to choose the data its own functions answer with, which the checker then judges.
 
-Requests: ``{"op": "get", "names": [...]}`` (the student's global values), ``{"op": "call", "target": n, "args":
-[...], "kwargs": {...}}`` and ``{"op": "getattr", "target": n, "name": "..."}`` on a handle. Answers: ``{"values":
+Requests: ``{"op": "get", "names": [...]}`` (the student's global values) and ``{"op": "call", "target": n, "args":
+[...], "kwargs": {...}}`` on a handle. Answers: ``{"values":
 {name: data}}`` (``{"$missing": true}`` for an unknown name) or ``{"value": data}``; ``{"raised": {"type", "builtin",
 "message"}}`` when the student's code raised; ``{"unsendable": "why"}`` when its result is not data.
 """
@@ -34,12 +34,10 @@ def _answer(request, names):
         return {"values": {name: encode(names[name], _handle) if name in names else {"$missing": True}  # noqa: F821
                            for name in request["names"]}}
     target = _resolve(request["target"])
-    if op == "getattr":
-        return {"value": encode(getattr(target, request["name"]), _handle)}  # noqa: F821
     if op == "call":
         args = [decode(a, _resolve) for a in request["args"]]  # noqa: F821
         kwargs = {k: decode(v, _resolve) for k, v in request["kwargs"].items()}  # noqa: F821
-        return {"value": encode(target(*args, **kwargs), _handle)}  # noqa: F821
+        return {"value": encode(target(*args, **kwargs))}  # noqa: F821 - a result must be data
     raise ValueError(f"unknown request {op!r}")
 
 

@@ -12,14 +12,17 @@ tuple, dict                ``{"$tuple": [...]}``, ``{"$dict": [[key, value], ...
 torch.Tensor               ``{"$tensor": {"dtype": "float32", "shape": [2, 3], "data": base64 of the raw bytes}}``
 numpy array or scalar      ``{"$ndarray": {...}}`` (same fields, ``"scalar": true`` for a numpy scalar)
 torch.dtype, torch.Size    ``{"$dtype": "float32"}``, ``{"$size": [2, 3]}``
-tokenizers.Tokenizer       ``{"$tokenizer": its JSON}``: rebuilt by the library's own JSON reader on the other side
-anything else              ``{"$handle": n}``: a reference the other side can only call, or ask an attribute of
+tokenizers.Tokenizer       ``{"$tokenizer": its JSON}``: rebuilt on the other side (the checker: from an allow-list of
+                           components, ``coursekit.checker.tokenizer``)
+anything else              ``{"$handle": n}``: a reference the other side can only call
 =========================  ===========================================================================================
 
 Only exact types are data (a ``str`` subclass, a tensor subclass's methods, a fake ``__class__`` never count): a
 tensor crosses as its dtype, shape and bytes, so whatever an object claimed to be, what arrives is a plain value built
 here. Decoding checks every field (dtypes from an allow-list, shapes that match the bytes, depth, sizes) and
-raises ``WireError`` on anything else.
+raises ``WireError`` on anything else. A shape is bounded in every dimension, and in the product of its dimensions
+with each 0 counted as 1: a tensor of shape (2, 3e8, 5, 0) has no elements, but a reduction over its last dimension
+would make 3e9, so it does not cross. Error messages never repeat what the other side sent.
 
 This file is stdlib-only (torch, numpy and tokenizers are imported when a value needs them): the checker sends its
 source to the student's kernel, so both sides speak exactly this format.
@@ -31,7 +34,8 @@ import sys
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000      # list/tuple/dict entries in one value
 MAX_TEXT = 16 << 20        # characters of one string or tokenizer JSON
-MAX_ELEMENTS = 1 << 26     # elements of one tensor or array
+MAX_ELEMENTS = 1 << 21     # elements of one tensor or array (dimensions of size 0 counted as 1)
+MAX_DIM = 1 << 20          # size of one dimension
 DTYPES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
           "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 
@@ -97,8 +101,9 @@ def _tensor_data(obj, torch):
 
 
 # ------------------------------------------------------------------------------------------------------- decode
-def decode(data, resolve=None, depth=0):
-    """The value ``data`` encodes, built from scratch. ``resolve(n)`` turns a handle into an object (None: refuse)."""
+def decode(data, resolve=None, depth=0, tokenizer=None):
+    """The value ``data`` encodes, built from scratch. ``resolve(n)`` turns a handle into an object (None: refuse);
+    ``tokenizer(json)`` builds a tokenizer (default: the library's own reader)."""
     if depth > MAX_DEPTH:
         raise WireError("the value is nested too deeply")
     kind = type(data)
@@ -113,20 +118,20 @@ def decode(data, resolve=None, depth=0):
     if kind is list:
         if len(data) > MAX_ITEMS:
             raise WireError("a list is too long")
-        return [decode(x, resolve, depth + 1) for x in data]
+        return [decode(x, resolve, depth + 1, tokenizer) for x in data]
     if kind is not dict or len(data) != 1:
-        raise WireError(f"unexpected {kind.__name__} on the wire")
+        raise WireError("unexpected data on the wire")
     (tag, body), = data.items()
     if tag == "$tuple" and type(body) is list and len(body) <= MAX_ITEMS:
-        return tuple(decode(x, resolve, depth + 1) for x in body)
+        return tuple(decode(x, resolve, depth + 1, tokenizer) for x in body)
     if tag == "$dict" and type(body) is list and len(body) <= MAX_ITEMS:
         out = {}
         for pair in body:
             if type(pair) is not list or len(pair) != 2:
                 raise WireError("a dict entry is not a pair")
-            key = decode(pair[0], None, depth + 1)
+            key = decode(pair[0], None, depth + 1, tokenizer)
             try:
-                out[key] = decode(pair[1], resolve, depth + 1)
+                out[key] = decode(pair[1], resolve, depth + 1, tokenizer)
             except TypeError:
                 raise WireError("a dict key cannot be hashed") from None
         return out
@@ -142,11 +147,14 @@ def decode(data, resolve=None, depth=0):
         import torch
 
         return getattr(torch, body)
-    if tag == "$size" and type(body) is list and len(body) <= 64 and all(_dim(n) for n in body):
+    if tag == "$size" and type(body) is list and len(body) <= 64 and all(_dim(n) for n in body) \
+            and _extent(body) <= MAX_ELEMENTS:
         import torch
 
         return torch.Size(body)
     if tag == "$tokenizer" and type(body) is str and len(body) <= MAX_TEXT:
+        if tokenizer is not None:
+            return tokenizer(body)
         from tokenizers import Tokenizer
 
         try:
@@ -155,11 +163,16 @@ def decode(data, resolve=None, depth=0):
             raise WireError(f"not a tokenizer's JSON ({type(error).__name__})") from None
     if tag == "$handle" and type(body) is int and resolve is not None:
         return resolve(body)
-    raise WireError(f"unexpected {tag!r} on the wire")
+    raise WireError("unexpected data on the wire")
 
 
 def _dim(n):
-    return type(n) is int and 0 <= n <= (1 << 31)
+    return type(n) is int and 0 <= n <= MAX_DIM
+
+
+def _extent(shape):
+    """The elements of ``shape`` with every 0 counted as 1: what an operation over it can produce."""
+    return math.prod(max(n, 1) for n in shape)
 
 
 def _raw(body, numpy_ok):
@@ -167,18 +180,18 @@ def _raw(body, numpy_ok):
         raise WireError("malformed array")
     name, shape, data = body.get("dtype"), body.get("shape"), body.get("data")
     if name not in DTYPES or (numpy_ok and name == "bfloat16"):
-        raise WireError(f"dtype {name!r} is not allowed")
+        raise WireError("a dtype that is not allowed")
     if type(shape) is not list or len(shape) > 64 or not all(_dim(n) for n in shape):
         raise WireError("malformed shape")
     count = math.prod(shape)
-    if count > MAX_ELEMENTS or type(data) is not str or len(data) > 4 * (count * DTYPES[name] + 2) // 3 + 4:
+    if _extent(shape) > MAX_ELEMENTS or type(data) is not str or len(data) > 4 * (count * DTYPES[name] + 2) // 3 + 4:
         raise WireError("array too large")
     try:
         raw = base64.b64decode(data, validate=True)
     except ValueError:
         raise WireError("malformed array data") from None
     if len(raw) != count * DTYPES[name]:
-        raise WireError(f"{len(raw)} bytes do not make a {name} array of shape {tuple(shape)}")
+        raise WireError("the bytes do not make an array of that shape")
     if name == "bool" and raw.translate(None, b"\x00\x01"):
         raise WireError("a bool array holds bytes other than 0 and 1")
     return name, shape, raw

@@ -215,7 +215,6 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     env = venv_env(HOME=str(home), COURSE_API_TOKEN=canary["token"], PYTHONDONTWRITEBYTECODE="1")
     refused = subprocess.run([str(BIN / "nbgrader"), "autograde", name], cwd=course,
                              capture_output=True, text=True, env=env, timeout=600)
-    GradingSandbox(secret_file=str(course / ".grading-secret")).secret()  # as a first grading makes it
     before = tree(course)
     pre = subprocess.run([sys.executable, "-m", "coursekit", "preflight", name], cwd=course,
                          capture_output=True, text=True, env=env, timeout=600)

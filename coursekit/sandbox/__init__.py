@@ -18,16 +18,18 @@ The parts, and what another backend (Docker, Podman) would implement:
 ``bubblewrap``      the Linux backend: namespaces, read-only system, tmpfs working copy, no network
 ``cgroups``         one cgroup per sandbox: memory of all its processes, a process cap, a fair CPU share
 ``reaper``          removes what a sandbox leaves (cgroups, its private folder) even if grading is killed
+``slot``            what one submission's grading is given (private folder, the kernel's and the checker's cgroups),
+                    made and removed by the cohort's grading process
+``relay``           bounds every message from the kernel in bytes (all frames) before it is queued or read
 ``provisioner``     the jupyter_client kernel provisioner and nbgrader's exporter hook that use all of the above
 """
 from __future__ import annotations
 
 import platform
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode
 from traitlets.config import LoggingConfigurable
 
 from .. import CourseKitError
@@ -51,8 +53,20 @@ class GradingSandbox(LoggingConfigurable):
                                          "one's address space, MiB.").tag(config=True)
     max_processes = Integer(64, help="Processes and threads a sandbox may run at once (a cgroup).").tag(config=True)
     cpu_limit_s = Integer(900, help="CPU time of each process of a sandbox (RLIMIT_CPU), seconds.").tag(config=True)
-    wall_limit_s = Integer(600, help="Time budget of one submission, from its kernel's start to its last cell, "
-                                     "seconds (c.Execute.timeout still limits each cell).").tag(config=True)
+    wall_limit_s = Integer(600, help="Longest time budget of one submission, from its kernel's start to its last "
+                                     "test, seconds (c.Execute.timeout still limits each cell). The budget is "
+                                     "proportionate to the assignment (budget_factor, budget_floor_s) and never more "
+                                     "than this.").tag(config=True)
+    budget_factor = Float(5.0, help="A submission's time budget is this many times the solution's own grading time "
+                                    "(measured by `nbgrader generate_assignment`: assignments/<id>/grading/"
+                                    "budget.json), but at least budget_floor_s and at most wall_limit_s.").tag(
+        config=True)
+    budget_floor_s = Integer(60, help="Shortest time budget of one submission, seconds.").tag(config=True)
+    checker_memory_mb = Integer(2048, help="Memory of a submission's own grading process (the kernel's client and "
+                                           "the checker, which runs the tests on what the kernel sent; all its "
+                                           "threads and native code), MiB: a cgroup.").tag(config=True)
+    checker_processes = Integer(64, help="Processes and threads of a submission's own grading process (a cgroup).").tag(
+        config=True)
     work_size_mb = Integer(256, help="Size of the kernel's working copy, its /tmp and its HOME (each an in-memory "
                                      "folder), MiB.").tag(config=True)
     max_file_mb = Integer(64, help="Largest file a grading kernel may write (RLIMIT_FSIZE), and largest file a "
@@ -60,15 +74,13 @@ class GradingSandbox(LoggingConfigurable):
     max_files = Integer(1000, help="Most files a submission folder may hold besides its notebooks.").tag(config=True)
     output_limit_mb = Integer(16, help="Outputs one graded notebook keeps, all cells together, MiB: more is dropped "
                                        "as it streams in.").tag(config=True)
-    message_limit_mb = Integer(32, help="Largest single message accepted from a grading kernel, MiB (larger ones "
-                                        "are dropped before they are read).").tag(config=True)
+    message_limit_mb = Integer(16, help="Largest message accepted from a grading kernel, all its frames together, "
+                                        "MiB (larger ones are dropped by the relay before they are queued or read: "
+                                        "coursekit.sandbox.relay).").tag(config=True)
     env_keep = List(Unicode(), [
         "NBGRADER_EXECUTION", "NBGRADER_VALIDATING", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
         "OMP_WAIT_POLICY", "TZ"], help="The only environment variables passed on to a grading kernel (besides "
                                        "PATH, HOME, LANG, TMPDIR and the sandbox's own).").tag(config=True)
-    secret_file = Unicode("", help="File holding the course's grading secret (created on first use, never "
-                                   "committed). Hidden tests draw their inputs from a salt derived from it, the "
-                                   "student and the submission (coursekit.checker.runner.salt).").tag(config=True)
 
     def implementation(self) -> "Backend":
         from traitlets.utils.importstring import import_item
@@ -88,16 +100,6 @@ class GradingSandbox(LoggingConfigurable):
                                      "submissions are never run without it.\n  - " + "\n  - ".join(found)
                                      + "\n(To grade trusted notebooks without it, set c.GradingSandbox.enabled = "
                                        "False in nbgrader_config.py.)")
-
-    def secret(self) -> bytes:
-        """The course's grading secret (created on first use), or b"" when none is configured."""
-        if not self.secret_file:
-            return b""
-        path = Path(self.secret_file)
-        if not path.exists():
-            path.write_text(secrets.token_hex(32) + "\n")
-            path.chmod(0o600)
-        return path.read_text().strip().encode()
 
 
 @dataclass

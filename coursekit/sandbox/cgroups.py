@@ -106,6 +106,15 @@ def _write(path: Path, text: str) -> None:
 class SandboxCgroup:
     """The cgroup(s) of one sandbox."""
 
+    @classmethod
+    def existing(cls, paths: list[str]) -> "SandboxCgroup":
+        """The group at ``paths`` (made by another process: ``coursekit.sandbox.slot``)."""
+        group = cls.__new__(cls)
+        group.paths = [Path(p) for p in paths]
+        group.version = 2 if len(group.paths) == 1 else 1
+        group.by = {p.parent.parent.name if group.version == 1 else "unified": p for p in group.paths}
+        return group
+
     def __init__(self, cgroups: Cgroups, memory_bytes: int, max_processes: int):
         self.version = cgroups.version
         name = f"kernel-{os.getpid()}-{time.monotonic_ns()}"
@@ -130,11 +139,12 @@ class SandboxCgroup:
             _write(by["cpu"] / "cpu.shares", "1024")
         self.by = dict(zip(cgroups.roots, self.paths))
 
-    def join(self) -> None:
-        """Move the calling process (the kernel's launcher, between fork and exec) into the sandbox's cgroups."""
+    def join(self, pid: int | None = None) -> None:
+        """Move process ``pid`` (default: the calling process, e.g. the kernel's launcher between fork and exec) into
+        the sandbox's cgroups."""
         for path in self.paths:
             with open(path / "cgroup.procs", "w") as procs:
-                procs.write(str(os.getpid()))
+                procs.write(str(pid or os.getpid()))
 
     def pids(self) -> set[int]:
         found = set()

@@ -1,8 +1,11 @@
 """The sandbox in the stock tools: a jupyter_client kernel provisioner, and nbgrader autograde's exporter hook.
 
 ``SandboxProvisioner`` (named by the grading kernelspec) starts every grading kernel through the configured backend
-(``GradingSandbox.backend``) in a fresh cgroup, with the kernel's channels on Unix sockets inside the sandbox, and
-removes everything it made when the kernel ends (the reaper does it if this process is killed first).
+(``GradingSandbox.backend``) in a cgroup of its own, with the kernel's channels on Unix sockets inside the sandbox,
+reached only through the relay (``relay``: every message bounded in bytes before it is queued), and removes
+everything it made when the kernel ends (the reaper does it if this process is killed first). In a submission's own
+grading process (``coursekit.autograde.process``) the cgroup and the private folder come from the slot its parent
+made (``assign``), and the parent removes them.
 
 ``SandboxedExporter`` (``c.Autograde.exporter_class``) runs once per ``nbgrader autograde``, before nbgrader copies any
 submission: it stops grading when the sandbox cannot be built, or when a submission folder holds what nbgrader's copy
@@ -24,9 +27,19 @@ from nbconvert.exporters import NotebookExporter
 
 from . import GradingSandbox, Layout, SandboxUnavailable, reaper
 from ..logs import printable
+from .relay import BoundedKernelClient, Relay
 
 SOCKETS = "/run/grading"
 REFUSED = ("nbgrader_config.py", "gradebook.db", ".git")
+
+
+_assigned = None  # the Slot this process was given (a submission's own grading process), else None
+
+
+def assign(slot) -> None:
+    """Start the kernels of this process in ``slot`` (its cgroup and private folder; removed by whoever made it)."""
+    global _assigned
+    _assigned = slot
 
 
 def submission_files(folder: str, policy: GradingSandbox) -> dict[str, Path]:
@@ -63,10 +76,12 @@ class SandboxProvisioner(LocalProvisioner):
     _fds: tuple = ()
     _init_pid: int | None = None
     _cgroup = None
+    _owned = True  # the cgroup and private folder are this provisioner's to remove (not a slot's)
+    _relay: Relay | None = None
+    _limit = 16 << 20
     _label = "grading kernel"
 
     async def pre_launch(self, **kwargs):
-        from ..checker.bridge import BoundedKernelClient
         from .cgroups import CgroupError, Cgroups
 
         policy = GradingSandbox(parent=self)
@@ -81,16 +96,20 @@ class SandboxProvisioner(LocalProvisioner):
                                      f"submission's working copy ({', '.join(refuse) or 'a top-level folder'})")
         files = submission_files(workdir, policy)
         self._label = "/".join(Path(workdir).parts[-2:])
-        try:
-            self._cgroup = Cgroups.find().new(policy.memory_limit_mb << 20, policy.max_processes)
-        except (CgroupError, OSError) as error:
-            raise SandboxUnavailable(f"cannot create the sandbox's cgroup: {error}") from None
-        self._private = Path(tempfile.mkdtemp(prefix=f"grading-{os.getpid()}-"))
-        reaper.watch([self._private], self._cgroup.paths)
+        if _assigned is not None and _assigned.kernel is not None:
+            self._cgroup, self._private, self._owned = _assigned.kernel, _assigned.private, False
+        else:
+            try:
+                self._cgroup = Cgroups.find().new(policy.memory_limit_mb << 20, policy.max_processes)
+            except (CgroupError, OSError) as error:
+                raise SandboxUnavailable(f"cannot create the sandbox's cgroup: {error}") from None
+            self._private = Path(tempfile.mkdtemp(prefix=f"grading-{os.getpid()}-"))
+            reaper.watch([self._private], self._cgroup.paths)
         km.transport, km.cache_ports = "ipc", False
         km.connection_file = str(self._private / "kernel.json")
         km.ip = f"{SOCKETS}/kernel"  # as the kernel sees it; the grading process's path is set at launch
-        km.client_factory = type("Client", (BoundedKernelClient,), {"max_message_bytes": policy.message_limit_mb << 20})
+        self._limit = policy.message_limit_mb << 20
+        km.client_factory = type("Client", (BoundedKernelClient,), {"max_message_bytes": self._limit})
         kwargs = await super().pre_launch(**kwargs)
         inside = f"{SOCKETS}/kernel.json"
         cmd = [inside if arg == km.connection_file else arg for arg in kwargs["cmd"]]
@@ -122,8 +141,11 @@ class SandboxProvisioner(LocalProvisioner):
         with os.fdopen(self._info, "rb") as pipe:  # bwrap writes it as soon as the sandbox exists, or exits
             self._init_pid = json.loads(pipe.read() or b"{}").get("child-pid")
         self._info = None
-        if self._init_pid:  # the kernel's sockets, as this process reaches them
-            info = {**info, "ip": f"/proc/{self._init_pid}/root{SOCKETS}/kernel"}
+        if self._init_pid:  # the kernel's sockets are reached only through the relay, which bounds every message
+            ports = [info[f"{channel}_port"] for channel in ("shell", "iopub", "stdin", "control", "hb")]
+            self._relay = Relay.for_kernel(self._private, f"/proc/{self._init_pid}/root{SOCKETS}/kernel", ports,
+                                           self._limit)
+            info = {**info, "ip": str(self._private / "relay")}
             self.connection_info = info
         return info
 
@@ -142,6 +164,12 @@ class SandboxProvisioner(LocalProvisioner):
 
     async def cleanup(self, restart: bool = False) -> None:
         await super().cleanup(restart)
+        if self._relay is not None:
+            if self._relay.dropped:
+                self.log.warning("%s: %d message(s) from the kernel over the %d MiB limit were dropped", self._label,
+                                 self._relay.dropped, self._limit >> 20)
+            self._relay.close()
+            self._relay = None
         if self._log is not None:
             self._log.seek(0, os.SEEK_END)
             self._log.seek(max(0, self._log.tell() - 2000))
@@ -153,11 +181,13 @@ class SandboxProvisioner(LocalProvisioner):
         if self._cgroup is not None:
             for problem in self._cgroup.report():
                 self.log.warning("%s: %s", self._label, problem)
-            self._cgroup.remove()
-        if self._private is not None and not restart:
-            shutil.rmtree(self._private, ignore_errors=True)
-        if self._cgroup is not None or self._private is not None:
-            reaper.done([self._private] if self._private else [], self._cgroup.paths if self._cgroup else [])
+        if self._owned:
+            if self._cgroup is not None:
+                self._cgroup.remove()
+            if self._private is not None and not restart:
+                shutil.rmtree(self._private, ignore_errors=True)
+            if self._cgroup is not None or self._private is not None:
+                reaper.done([self._private] if self._private else [], self._cgroup.paths if self._cgroup else [])
         self._cgroup, self._private = None, None
 
 

@@ -1,0 +1,111 @@
+"""What grading a submission is given: the plan from the instructor's source, and a time budget in proportion.
+
+The **budget** of one submission (kernel start to last test) is ``budget_factor`` times the solution's own grading
+time, at least ``budget_floor_s`` and at most ``wall_limit_s`` (``c.GradingSandbox``). The solution's time is
+measured when the assignment is generated (``coursekit.generate.CheckPlan``: the source notebook run with its
+solutions, as grading runs it) and kept next to the source, in ``assignments/<id>/grading/budget.json``, keyed by a
+hash of the notebook's code: ``{"<notebook>.ipynb": {"code_sha256": …, "seconds": …}}``. An edited notebook is
+measured again at its next generation; until then (or without a measurement) the budget is ``wall_limit_s``, with a
+warning.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+BUDGET_FILE = "grading/budget.json"
+
+
+def source_notebook(config, assignment: str, notebook: str) -> Path:
+    """The assignment's source notebook (``assignments/<id>/<notebook>.ipynb``), as nbgrader's configuration says."""
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    return Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / f"{notebook}.ipynb"
+
+
+def grading_plan(db_url: str, notebook: str, assignment: str, source: Path):
+    """The notebook's plan: the gradebook's cells, in the order of the source notebook."""
+    from ..checker.plan import Plan, source_order
+
+    return Plan.from_gradebook(db_url, notebook, assignment, source_order(source))
+
+
+def code_hash(nb) -> str:
+    """A hash of what decides grading time: the code of every code cell, in order."""
+    digest = hashlib.sha256()
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            digest.update(("".join(source) if isinstance(source, list) else source).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _records(source: Path) -> dict:
+    path = source.parent / BUDGET_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot be read as JSON ({error}); delete it and generate the assignment again")
+    return data if isinstance(data, dict) else {}
+
+
+def measured(source: Path) -> float | None:
+    """The solution's grading time for the source notebook as it is now (None: not measured, or edited since)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(source), as_version=4)
+        record = _records(source).get(source.name, {})
+    except (OSError, ValueError):
+        return None
+    if record.get("code_sha256") != code_hash(nb) or not isinstance(record.get("seconds"), (int, float)):
+        return None
+    return float(record["seconds"])
+
+
+def budget(policy, source: Path, log=None) -> float:
+    """Seconds one submission of ``source``'s notebook may take, as ``policy`` (a GradingSandbox) says."""
+    seconds = measured(source)
+    if seconds is None:
+        if log is not None:
+            log.warning("%s: the solution's grading time is not measured (generate the assignment again); each "
+                        "submission gets the longest budget, %d s", source, policy.wall_limit_s)
+        return float(policy.wall_limit_s)
+    return float(min(policy.wall_limit_s, max(policy.budget_floor_s, policy.budget_factor * seconds)))
+
+
+def measure(nb, folder: Path, timeout: int = 600) -> float:
+    """Seconds the solved notebook ``nb`` takes to run as grading runs it (a fresh kernel in ``folder``, with
+    ``NBGRADER_EXECUTION=autograde`` so that demonstrations skip themselves). Raises nbclient's errors if a cell
+    fails: the solution must pass its own tests."""
+    import os
+
+    from nbclient import NotebookClient
+
+    previous = os.environ.get("NBGRADER_EXECUTION")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    try:
+        start = time.monotonic()
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(folder)}}).execute()
+        return time.monotonic() - start
+    finally:
+        if previous is None:
+            os.environ.pop("NBGRADER_EXECUTION", None)
+        else:
+            os.environ["NBGRADER_EXECUTION"] = previous
+
+
+def record(source: Path, nb, seconds: float) -> Path:
+    """Keep ``seconds`` as the solution's grading time of ``source`` (its code as in ``nb``)."""
+    path = source.parent / BUDGET_FILE
+    records = _records(source)
+    records[source.name] = {"code_sha256": code_hash(nb), "seconds": round(seconds, 2)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
+    return path

@@ -1,0 +1,70 @@
+"""The child side of ``coursekit.autograde.process``: one submission's kernel client and checker.
+
+Imported once by multiprocessing's forkserver (with PyTorch, nbgrader and the checker), so every child starts
+already loaded. ``run`` receives the job, takes the parent's environment and folder, starts the kernel in the slot
+the parent made (``coursekit.sandbox.provisioner.assign``), and runs ``GradingExecute.grade``, reporting every cell
+when it is final and every log line, as JSON on the pipe. It never removes the slot: the parent does, whatever
+happens here.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import traceback
+
+import nbformat
+import nbgrader.preprocessors  # noqa: F401 - preloaded by the forkserver
+import torch  # noqa: F401 - preloaded by the forkserver (the checker's tensors)
+
+from .. import CourseKitError
+from ..checker import bridge, runner, tokenizer  # noqa: F401 - preloaded
+from ..checker.plan import Plan
+from ..sandbox import provisioner
+from ..sandbox.slot import Slot
+from . import execute
+
+
+class _Forward(logging.Handler):
+    """Every log record of the child, as a report to the parent."""
+
+    def __init__(self, send):
+        super().__init__()
+        self.send = send
+
+    def emit(self, record):
+        try:
+            self.send({"log": self.format(record), "level": record.levelno})
+        except Exception:  # noqa: BLE001 - the parent is gone: nothing to tell
+            pass
+
+
+def run(conn) -> None:
+    def send(data: dict) -> None:
+        conn.send_bytes(json.dumps(data).encode())
+
+    job = pickle.loads(conn.recv_bytes())
+    os.environ.clear()
+    os.environ.update(job["env"])
+    os.chdir(job["cwd"])
+    log = logging.getLogger("coursekit.grading")
+    log.handlers[:] = [_Forward(send)]
+    log.propagate = False
+    log.setLevel(job["log_level"])
+    for name in ("traitlets", "nbclient", "nbgrader"):  # what the stock parts log, forwarded too
+        logging.getLogger(name).handlers[:] = [_Forward(send)]
+    provisioner.assign(Slot.given(job["slot"]))
+    nb = nbformat.from_dict(job["nb"])
+    ge = execute.GradingExecute(config=job["config"])
+    ge.log = log
+    try:
+        nb, _ = ge.grade(nb, job["resources"], Plan.from_json(job["plan"]), job["salt"], job["deadline"],
+                         report=lambda index, cell: send({"cell": index, "data": cell}))
+    except CourseKitError as error:
+        send({"error": str(error)})
+        return
+    except BaseException as error:  # noqa: BLE001 - told to the parent, which records it for this student
+        send({"failed": traceback.format_exc(), "kind": type(error).__name__})
+        return
+    send({"done": True, "language_info": nb.metadata.get("language_info")})
