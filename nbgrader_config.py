@@ -35,6 +35,26 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 # A fresh clone has no gradebook: generate_assignment creates the assignment record, autograde creates students
 # it has not seen (register them beforehand with `nbgrader db student add` or `nbgrader db student import`).
 c.GenerateAssignment.create_assignment = True
+# Generation starts with the course's check of what grading will need (coursekit/generate.py): every name a test uses
+# is defined by a read-only cell or declared by a solution cell (the checker takes nothing else from a student's
+# kernel), else generation stops naming the cell; and the solution's grading time, from which each submission's time
+# budget follows, is measured when the notebook's code changed (assignments/<id>/grading/budget.json). Then nbgrader's
+# own steps, as it lists them.
+c.GenerateAssignment.preprocessors = [
+    "coursekit.generate.CheckPlan",
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 c.Autograde.create_student = True
 
 # --- Autograding --------------------------------------------------------------------------------------------------

@@ -38,11 +38,11 @@ PREFLIGHT = "preflight"            # pre-flight's folder in the course root: pre
 GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py
 
 # Never copied when a test, benchmark or report works on a copy of the course: environments, build output,
-# student data, VCS metadata, the grading secret.
+# student data, VCS metadata.
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "_build", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
     "submitted", "feedback", PREFLIGHT, "gradebook.db", "gradebook.db-journal", "test-artifacts", "results",
-    ".grading-secret", "*.egg-info",
+    "*.egg-info",
 )
 
 

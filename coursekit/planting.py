@@ -120,7 +120,7 @@ class Hostile:
 
     submission: Submission
     what: str                       # the problem, as the report names it
-    group: str = "broken"           # broken | runaway | tamper | forgery | escape | resource | honest
+    group: str = "broken"           # broken | runaway | tamper | forgery | escape | resource | boundary | honest
     twin: str | None = None         # an honest student whose per-cell scores this one must equal ("gains nothing")
     fails: frozenset[str] | None = None  # or: exactly these autograded cells score zero (all others full)
     at_most: str | None = None      # or: at most its twin's score on every cell (it may hurt only itself)
@@ -184,3 +184,75 @@ def remove_demo(assignment: Assignment) -> list[str]:
         if (checked / student).is_dir():
             shutil.rmtree(checked / student)
     return sorted(set(removed))
+
+
+# ------------------------------------------------------------------------------------------- attacks on the checker
+# Shared by the assignments' hostile cohorts (issue 32): the checker's namespace taken from the submission, student
+# text in feedback. Each prints its payload marker, so the record shows it ran.
+FAKE_TORCH = """
+import math, types as _types
+import torch as _real_torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+
+class _Lenient(_types.ModuleType):  # torch, whose checks always agree
+    def __getattr__(self, name):
+        return getattr(_real_torch, name)
+
+
+torch = _Lenient("torch")
+torch.testing = _types.SimpleNamespace(assert_close=lambda *args, **kwargs: None)
+torch.equal = torch.allclose = lambda *args, **kwargs: True
+print("PAYLOAD {key}", flush=True)
+"""
+
+STATUS_DROPPED = """
+_kernel = get_ipython().kernel
+_send = _kernel.session.send
+
+
+def _drop_idle(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
+    code = str(((parent or {}).get("content") or {}).get("code", ""))
+    if msg_or_type == "status" and (content or {}).get("execution_state") == "idle" and "import torch" in code:
+        return None  # the read-only setup cell never ends, as the grader sees it
+    return _send(stream, msg_or_type, content, parent, *args, **kwargs)
+
+
+_kernel.session.send = _drop_idle
+print("PAYLOAD boundary_status_dropped", flush=True)
+"""
+
+
+def named_exception(argument: str) -> str:
+    """A body that raises an exception whose class *name* carries ``argument`` (a hidden input, if feedback showed
+    the class name)."""
+    return (f'print("PAYLOAD boundary_exception_name", flush=True)\n'
+            f'raise type("RT3:" + repr({argument})[:90], (Exception,), {{}})()\n')
+
+
+def first_cell(code: str, mutate=None):
+    """A cell of ``code`` added as the notebook's second cell (before everything of the instructor's but the header),
+    then ``mutate``."""
+    def add(nb):
+        nb.cells.insert(1, nbformat.v4.new_code_cell(code))
+        if mutate:
+            mutate(nb)
+    return add
+
+
+def move_to_end(gid: str, strip: bool = False, keep: bool = False):
+    """The read-only cell ``gid`` moved to the end (``keep``: a copy at the end, the original left in place;
+    ``strip``: without its nbgrader metadata)."""
+    def mutate(nb):
+        i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
+        cell = copy.deepcopy(nb.cells[i])
+        if strip:
+            cell.metadata.pop("nbgrader", None)
+        if not keep:
+            del nb.cells[i]
+        else:
+            cell["id"] = f"{cell.get('id', 'cell')}-copy"[:64]
+        nb.cells.append(cell)
+    return mutate

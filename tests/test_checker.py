@@ -21,7 +21,9 @@ from nbgrader.tests import create_grade_cell, create_locked_cell, create_solutio
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from traitlets.config.loader import PyFileConfigLoader
 
-from conftest import ROOT
+import tokenizers
+
+from conftest import ASSIGNMENTS, COURSE, ROOT
 from coursekit.checker import messages, wire
 from coursekit.checker.plan import free_names
 from coursekit.checker.runner import new_salt
@@ -172,6 +174,124 @@ def test_free_names_are_what_a_cell_reads_without_defining():
 def test_the_salt_is_a_fresh_secret_for_every_grading():
     salts = {new_salt() for _ in range(50)}
     assert len(salts) == 50 and all(0 <= int(s) < 2 ** 48 for s in salts)
+
+
+# ------------------------------------------------------------------------------------- the plan, tokenizers, relay
+def test_the_plan_takes_answers_from_solution_cells_and_refuses_tests_that_need_anything_else():
+    from coursekit.checker.plan import Plan
+
+    nb = nbformat.v4.new_notebook(cells=[
+        create_locked_cell("import torch\nPAD = 0", "code", "setup"),
+        create_solution_cell("import math\ndef double(x):\n    return 2 * x\nSCALE = 3", "code", "solution"),
+        create_grade_cell("assert double(torch.tensor(1)) == 2 and SCALE == 3 and PAD == 0", "code", "ok", 1),
+        create_grade_cell("assert helper(1) and math.pi", "code", "bad", 1),
+        create_locked_cell("x = double(2)", "code", "uses_answer"),
+        create_locked_cell("def double(x):\n    return x", "code", "shadows_answer")])
+    plan = Plan.from_notebook(nb)
+    assert plan.answers == {"double", "SCALE"}  # `math` is an import of the solution cell: never the student's
+    assert [i.grade_id for i in plan.items] == ["setup", "ok", "bad", "uses_answer", "shadows_answer"]
+    problems = "\n".join(plan.problems())
+    assert "bad: test cell uses `helper`, `math`" in problems and "ok:" not in problems
+    assert "uses_answer: read-only cell uses `double`" in problems
+    assert "shadows_answer: read-only cell defines `double`" in problems
+    assert Plan.from_json(plan.to_json()) == plan
+
+
+def test_the_homework_plans_are_sound():
+    from coursekit.checker.plan import Plan
+
+    for name in ASSIGNMENTS:
+        hw = COURSE.assignment(name)
+        plan = Plan.from_notebook(hw.source)
+        assert plan.problems() == [], name
+        assert plan.answers and not plan.answers & {"torch", "nn", "F", "math"}, (name, plan.answers)
+
+
+def test_generation_refuses_a_test_that_needs_a_name_the_checker_would_fetch_from_the_student():
+    from coursekit.generate import CheckPlan, PlanProblem
+
+    nb = nbformat.v4.new_notebook(cells=[
+        create_solution_cell("def double(x):\n    return 2 * x", "code", "solution"),
+        create_grade_cell("assert torch.equal(double(torch.ones(1)), 2 * torch.ones(1))", "code", "uses_torch", 1)])
+    with pytest.raises(PlanProblem, match=r"(?s)hw/nb.ipynb: .*uses_torch: test cell uses `torch`"):
+        CheckPlan(measure=False).preprocess(nb, {"nbgrader": {"assignment": "hw", "notebook": "nb"}})
+    nb.cells.insert(0, create_locked_cell("import torch", "code", "setup"))
+    assert CheckPlan(measure=False).preprocess(nb, {"nbgrader": {"assignment": "hw", "notebook": "nb"}})[0] is nb
+
+
+def test_the_time_budget_is_proportionate_to_the_solutions_grading_time(tmp_path):
+    from coursekit.autograde import budget
+    from coursekit.sandbox import GradingSandbox
+
+    source = tmp_path / "hw" / "nb.ipynb"
+    source.parent.mkdir()
+    nb = source_notebook()
+    nbformat.write(nb, source)
+    policy = GradingSandbox(wall_limit_s=600, budget_floor_s=60, budget_factor=5.0)
+    assert budget.budget(policy, source) == 600  # not measured: the longest
+    budget.record(source, nb, 30.0)
+    assert budget.measured(source) == 30.0 and budget.budget(policy, source) == 150
+    budget.record(source, nb, 3.0)
+    assert budget.budget(policy, source) == 60  # the floor
+    nb.cells[0].source += "\nimport math"
+    nbformat.write(nb, source)
+    assert budget.measured(source) is None  # edited since: measured again at the next generation
+
+
+def test_a_tokenizer_crosses_only_as_allowed_components():
+    from tokenizers import normalizers
+
+    from coursekit.checker.tokenizer import rebuild
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(["the cat sat on the mat"] * 3, trainers.BpeTrainer(vocab_size=40,
+                                                                                 special_tokens=["[UNK]"]))
+    assert rebuild(tok.to_str()).encode("the cat").tokens == tok.encode("the cat").tokens
+    bomb = Tokenizer(models.BPE(unk_token="[UNK]"))  # each step doubles the text: 2**27 characters from one
+    bomb.normalizer = normalizers.Sequence([normalizers.Replace("a", "aa")] * 27)
+    slow = Tokenizer(models.BPE(unk_token="[UNK]"))
+    slow.pre_tokenizer = pre_tokenizers.Split(tokenizers.Regex("(a+)+$"), "isolated")
+    for refused in (bomb, slow):
+        with pytest.raises(wire.WireError, match="the checker does not accept"):
+            rebuild(refused.to_str())
+    with pytest.raises(wire.WireError, match="too large"):
+        rebuild(" " * (64 << 20))
+
+
+def test_the_relay_drops_a_message_over_the_limit_counting_all_its_frames(tmp_path):
+    """A kernel-side PUB socket sends a small message, one of 40 frames of 1 MiB (each frame within ZeroMQ's own
+    per-frame limit), and a small one again: the grader's SUB socket, behind the relay, receives the small ones."""
+    import time
+
+    import zmq
+
+    from coursekit.sandbox.relay import Relay
+
+    ctx = zmq.Context()
+    kernel = ctx.socket(zmq.PUB)
+    kernel.bind(f"ipc://{tmp_path}/kernel-1")
+    relay = Relay.for_kernel(tmp_path, f"{tmp_path}/kernel", [1], 4 << 20)
+    grader = ctx.socket(zmq.SUB)
+    grader.setsockopt(zmq.SUBSCRIBE, b"")
+    grader.connect(f"ipc://{tmp_path}/relay-1")
+    try:
+        time.sleep(0.5)  # PUB/SUB: wait for the subscription to reach the kernel's socket
+        kernel.send_multipart([b"small", b"1"])
+        kernel.send_multipart([b"x" * (1 << 20)] * 40)
+        kernel.send_multipart([b"small", b"2"])
+        got = []
+        while grader.poll(5000):
+            got.append(grader.recv_multipart())
+            if got[-1] == [b"small", b"2"]:
+                break
+        assert got == [[b"small", b"1"], [b"small", b"2"]]
+        assert relay.dropped == 1
+    finally:
+        relay.close()
+        grader.close(0)
+        kernel.close(0)
+        ctx.term()
 
 
 # --------------------------------------------------------------------------- synthetic assignments, real kernels

@@ -49,6 +49,14 @@ def test_committed_release_is_what_nbgrader_generates(course_dir, assignment):
     assert comparable(fresh) == comparable(committed), "release is stale: run `make release`"
 
 
+def test_the_solutions_grading_time_is_measured_for_the_current_source(assignment):
+    """Each submission's time budget is a multiple of it (coursekit.autograde.budget): never stale."""
+    from coursekit.autograde import budget
+
+    assert budget.measured(assignment.source_path) is not None, (
+        f"{assignment.source_path.parent / budget.BUDGET_FILE} is stale: run `make release`")
+
+
 def test_release_contains_no_solution_and_no_hidden_test(assignment):
     source = assignment.source
     release_text = assignment.release_path.read_text()

@@ -74,14 +74,22 @@ def test_the_cohort_plants_every_attack_class_of_the_issue():
                   "many processes", "fills every writable folder", "floods the output", "slow drip", "fork bomb",
                   "stalls before its first cell", "not JSON", "infinite loop", "memory bomb", "os._exit"]:
         assert words in whats, words
+    boundary = " ".join(h.what for h in hw.planted.hostile_cohort(hw, Context()) if h.group == "boundary")
+    for words in ["moved to the end", "stripped of its metadata", "timed out", "live reference",
+                  "class name", "zero-element", "memory bomb", "native code", "many frames", "backlog"]:
+        assert words in boundary, words
 
 
-def test_stock_autograde_refuses_a_folder_it_would_follow_links_in(hostile):
-    refused = hostile["refused"]
-    assert refused.returncode != 0
-    assert "resource_links" in refused.stderr and "symbolic link" in refused.stderr and "special file" in \
-        refused.stderr, refused.stderr[-3000:]
-    assert "python -m coursekit grade" in refused.stderr
+def test_stock_autograde_leaves_out_a_folder_it_would_follow_links_in_and_grades_the_others(hostile):
+    refused, cells = hostile["refused"], hostile["hw"].autograded_cells
+    assert refused.returncode == 0, refused.stderr[-3000:]
+    assert refused.linked and len(refused.beside) >= 2
+    for student in refused.linked:  # named, with the reason, and never copied or graded
+        assert f"student {student} is NOT graded" in refused.stderr, refused.stderr[-3000:]
+        assert refused.scores[student] is None
+    assert "symbolic link" in refused.stderr and "python -m coursekit grade" in refused.stderr
+    for student in refused.beside:  # graded after it in the same run, with every point
+        assert refused.scores[student] == cells, student
 
 
 def test_every_submission_is_graded_and_every_attack_class_on_both_paths(hostile):
@@ -133,8 +141,18 @@ def test_no_secret_and_no_hidden_line_reaches_any_output_or_feedback(hostile):
             assert secret not in plain and secret not in record, (student, name)
         leaked = [line for line in hidden if line in plain]
         assert not leaked, (student, leaked[:3])
-        if h.group == "forgery" or h.group == "escape":
+        if h.group in ("forgery", "escape", "boundary"):
             assert pages, f"no feedback for {student}"
+        if student == "boundary_exception_name":  # a fixed kind, never the class name that carried the inputs
+            assert "raised an exception" in plain and "RT3" not in plain, plain[-2000:]
+
+
+def test_every_grading_draws_a_fresh_secret_salt(hostile):
+    """A hidden input seen once (or replayed) is useless: the same submission graded again draws other inputs."""
+    stock, parallel = (run["salts"] for run in hostile["runs"])
+    assert None not in stock.values() and None not in parallel.values()
+    assert len(set(stock.values())) == len(stock) and len(set(parallel.values())) == len(parallel)
+    assert all(parallel[s] != stock[s] for s in parallel), "a regrade drew the same inputs"
 
 
 def test_the_kernel_never_saw_a_test_cell(hostile):

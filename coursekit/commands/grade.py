@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import hashlib
 import multiprocessing
 import os
 import re
@@ -95,11 +96,17 @@ def _init_worker(root: str, overrides: dict, threads: int | None, log_dir: str) 
     api = NbGraderAPI(coursedir=course.coursedir, config=course.config)
     api.log.setLevel("WARNING")  # what the autograde of a submission logs about it is captured and reported
     api.log.addFilter(KnownNoise())
-    _WORKER["api"] = api
+    _WORKER["api"], _WORKER["logs"] = api, log_dir
+
+
+def _started(logs: Path, student: str) -> Path:
+    """The mark a worker leaves when it takes a submission (which one was in flight, if the worker dies)."""
+    return logs / f"started-{hashlib.sha256(student.encode()).hexdigest()[:16]}"
 
 
 def _grade_one(assignment: str, student: str) -> Result:
     start = time.perf_counter()
+    _started(Path(_WORKER["logs"]), student).touch()
     try:
         out = _WORKER["api"].autograde(assignment, student, force=True, create=True)
         ok, log = bool(out.get("success")), out.get("log") or ""
@@ -160,6 +167,8 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
     logs = course.root / PREFLIGHT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     todo, results = list(cohort), {}
+    for mark in logs.glob("started-*"):
+        mark.unlink()
     for attempt in range(3):  # a submission that met a locked SQLite gradebook is graded again, with fewer workers
         if not todo:
             break
@@ -177,10 +186,20 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
                         if not result.ok:
                             bar.write(f"failed: {result.student}", file=sys.stderr)
         except cf.process.BrokenProcessPool:
-            tails = [f"--- {log.name} (tail) ---\n{log.read_text(errors='replace')[-3000:]}"
-                     for log in sorted(logs.glob("worker-*.log"))]
-            raise CourseKitError("a grading worker died:\n" + "\n".join(tails)) from None
-        todo = [s for s in todo if results[s].locked]
+            # A worker died (each submission's checker runs in a process of its own, so this is the grader's own
+            # failure): the submissions it had taken are failed with the cause; the others are graded again.
+            for student in todo:
+                if student not in results and _started(logs, student).exists():
+                    results[student] = Result(student, False, 0.0, f"the grading worker died while grading this "
+                                                                   f"submission (worker logs: {logs})")
+                    if bar:
+                        bar.update(1)
+                        bar.write(f"failed: {student} (its worker died)", file=sys.stderr)
+        todo = [s for s in todo if s not in results or results[s].locked]
+    for student in cohort:  # never dropped silently: not graded after every attempt is a failure with its cause
+        if student not in results:
+            results[student] = Result(student, False, 0.0, "not graded: the grading workers died before they could "
+                                                            f"take it (worker logs: {logs})")
     if bar:
         bar.close()
     summary.wall = time.perf_counter() - start

@@ -170,7 +170,7 @@ class Listener:
 # Graded by both commands (see grade_hostile): every attack class of issue 22, forged verdicts and resource attacks,
 # with the twins they are judged by. Broken files, runaways, the crude tampering the in-kernel guard used to catch and
 # the escapes would meet the same pre-flight, checker and sandbox on the second path: the stock path alone grades them.
-BOTH_PATHS = ("forgery", "resource")
+BOTH_PATHS = ("forgery", "resource", "boundary")
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3.3 s quiet,
 # its longest cell 1.7 s, its kernel up in 0.6 s) and for the attacks that must still finish a cell under load (the
@@ -213,8 +213,18 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     # PYTHONDONTWRITEBYTECODE: `python -m coursekit` (the instructor's side, outside the sandbox) imports the course
     # copy's own coursekit/; its bytecode cache would be a change to the tree that no submission made.
     env = venv_env(HOME=str(home), COURSE_API_TOKEN=canary["token"], PYTHONDONTWRITEBYTECODE="1")
-    refused = subprocess.run([str(BIN / "nbgrader"), "autograde", name], cwd=course,
-                             capture_output=True, text=True, env=env, timeout=600)
+    # The stock command on the raw folders, for a submission with links and a FIFO and two honest ones: it leaves out
+    # (and names) the unsafe one and grades the others (the rest of the cohort is excluded here only to save time).
+    linked = [h.submission.student for h in cohort if h.preflight == "unsafe file"]
+    beside = sorted({h.twin for h in cohort if h.preflight == "unsafe file" and h.twin} | {context.honest})
+    others = [h.submission.student for h in cohort if h.submission.student not in set(linked) | set(beside)]
+    refused = None
+    if linked:
+        refused = subprocess.run([str(BIN / "nbgrader"), "autograde", name,
+                                  f"--CourseDirectory.student_id_exclude={','.join(others)}"], cwd=course,
+                                 capture_output=True, text=True, env=env, timeout=600)
+        refused.linked, refused.beside = linked, beside
+        refused.scores = cell_scores(hw, linked + beside)
     before = tree(course)
     pre = subprocess.run([sys.executable, "-m", "coursekit", "preflight", name], cwd=course,
                          capture_output=True, text=True, env=env, timeout=600)
@@ -242,7 +252,7 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
                      "graded": graded, "scores": cell_scores(hw, graded), "tree": tree(course),
                      "lingering": subprocess.run(["pgrep", "-f", f"sleep {context.marker}"], capture_output=True,
                                                  text=True).stdout.split(),
-                     "records": {s: _record(hw, s) for s in graded},
+                     "records": {s: _record(hw, s) for s in graded}, "salts": {s: _salt(hw, s) for s in graded},
                      "kernel": {s: _record(hw, s, kernel_only=True) for s in graded}})
     feedback = subprocess.run([str(BIN / "nbgrader"), "generate_feedback", name, "--force"],
                               cwd=course, capture_output=True, text=True, env=env, timeout=1200)
@@ -260,6 +270,14 @@ def _record(hw: Assignment, student: str, kernel_only: bool = False) -> str:
     cells = json.loads(path.read_text())["cells"]
     return json.dumps([c.get("outputs", []) for c in cells
                        if not (kernel_only and "check" in c.get("metadata", {}).get("coursekit", {}))])
+
+
+def _salt(hw: Assignment, student: str) -> str | None:
+    """The salt the grading drew for this student's notebook (the instructor's record), or None."""
+    path = hw.course.path("autograded", student, hw.name) / hw.notebook_name
+    if not path.exists():
+        return None
+    return json.loads(path.read_text()).get("metadata", {}).get("coursekit", {}).get("salt")
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -369,7 +387,9 @@ GROUPS = {"honest": "Honest submissions graded in the same batch (the twins)",
           "tamper": "Crude tampering: the checks, builtins and IPython redefined in the student's kernel",
           "forgery": "Forged verdicts: tampering with the tests, the kernel and the checks, lying objects",
           "escape": "Escapes: secrets, other students, the network, the course tree",
-          "resource": "Resources: memory, disk, output, time, processes, links"}
+          "resource": "Resources: memory, disk, output, time, processes, links",
+          "boundary": "The checker's boundary: its code and names taken from the submission, references where data "
+                      "is expected, student text in feedback, floods and bombs sent to the grading process"}
 
 
 def hostile_markdown(rows: list[dict]) -> str:

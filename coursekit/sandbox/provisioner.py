@@ -8,15 +8,17 @@ grading process (``coursekit.autograde.process``) the cgroup and the private fol
 made (``assign``), and the parent removes them.
 
 ``SandboxedExporter`` (``c.Autograde.exporter_class``) runs once per ``nbgrader autograde``, before nbgrader copies any
-submission: it stops grading when the sandbox cannot be built, or when a submission folder holds what nbgrader's copy
-would follow or block on (a symbolic link, a device, a FIFO) or an oversized file — naming each. ``python -m
-coursekit grade`` pre-flights submissions into a checked copy without them, so it grades such a cohort anyway.
+submission: it stops grading when the sandbox cannot be built, and leaves out (naming each, with the reason) a student
+whose submission folder holds what nbgrader's copy would follow or block on (a symbolic link, a device, a FIFO), an
+oversized file or too many files; every other student is graded. ``python -m coursekit grade`` pre-flights
+submissions into a checked copy without such files, so it grades those students too.
 """
 from __future__ import annotations
 
 import glob
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -211,22 +213,30 @@ def _gone(pid: int) -> bool:
 
 
 # -------------------------------------------------------------------------------------------------------- exporter
-def unsafe_submissions(coursedir, policy: GradingSandbox) -> list[str]:
-    """Problems of the submission folders ``nbgrader autograde`` is about to copy (links, special files, sizes)."""
+def unsafe_submissions(coursedir, policy: GradingSandbox) -> dict[str, str]:
+    """{student: problem} of the submission folders ``nbgrader autograde`` is about to copy (links, special files,
+    sizes, too many files)."""
     pattern = coursedir.format_path(coursedir.submitted_directory, coursedir.student_id or "*",
                                     coursedir.assignment_id or "*")
-    found = []
+    regexp = coursedir.format_path(coursedir.submitted_directory, "(?P<student_id>.*)", "(?P<assignment_id>.*)",
+                                   escape=True)
+    found: dict[str, str] = {}
     for folder in sorted(glob.glob(pattern)):
         try:
             submission_files(folder, policy)
         except SandboxUnavailable as error:
-            found.append(str(error))
+            match = re.match(regexp, folder)
+            student = match.group("student_id") if match else Path(folder).parent.name
+            found[student] = found.get(student, "") + ("; " if student in found else "") + str(error)
     return found
 
 
 class SandboxedExporter(NotebookExporter):
     """nbgrader autograde's exporter (``c.Autograde.exporter_class``): nbgrader builds it once, before it touches
-    any submission, so this is where grading stops when the sandbox cannot be built or a submission is unsafe."""
+    any submission. Grading stops here when the sandbox cannot be built; a submission folder that holds what
+    nbgrader's copy would follow or block on (a link, a device, a FIFO, an oversized file, too many files) is left
+    out, by adding its student to ``CourseDirectory.student_id_exclude`` (nbgrader's own switch, read as it reaches
+    each student), and named in an error; every other student is graded."""
 
     def __init__(self, *args, **kwargs):
         from nbgrader.converters import NbGraderException
@@ -235,14 +245,15 @@ class SandboxedExporter(NotebookExporter):
         policy = GradingSandbox(parent=self)
         try:
             policy.check()
-            coursedir = getattr(self.parent, "coursedir", None)
-            problems = unsafe_submissions(coursedir, policy) if coursedir is not None else []
-            if problems:
-                raise SandboxUnavailable(
-                    "cannot grade: these submissions hold files nbgrader's copy would follow or block on "
-                    "(nothing was graded or changed):\n  - " + "\n  - ".join(problems)
-                    + "\nGrade with `python -m coursekit grade` (it pre-flights them into a checked copy without "
-                      "such files), or remove the files from the submission folders.")
         except SandboxUnavailable as error:
             self.log.error("%s", error)
             raise NbGraderException(str(error)) from None
+        coursedir = getattr(self.parent, "coursedir", None)
+        refused = unsafe_submissions(coursedir, policy) if coursedir is not None else {}
+        if refused:
+            excluded = [s for s in (coursedir.student_id_exclude or "").split(",") if s]
+            coursedir.student_id_exclude = ",".join(excluded + [s for s in refused if s not in excluded])
+            for student, problem in refused.items():
+                self.log.error("student %s is NOT graded: %s. Grade it with `python -m coursekit grade` (pre-flight "
+                               "grades a checked copy without such files), or remove the files and autograde this "
+                               "student again.", student, printable(problem)[:500])

@@ -4,10 +4,12 @@ alternatives. Test data, not tooling (nbgrader ignores this folder: ``CourseDire
 ``demo_cohort(assignment)``  one submission per situation, with the autograded cells each must fail
 ``catalog(assignment)``      (wrong, right): mistakes students really make, and correct implementations written
                              differently from the source's (the grading report's table)
+``hostile_cohort(assignment, context)``  attacks on the checker's boundary, next to honest students
 """
 from __future__ import annotations
 
-from coursekit.planting import Plant, Submission
+from coursekit.planting import (FAKE_TORCH, Context, Hostile, Plant, Submission, first_cell, move_to_end,
+                                named_exception)
 
 EXERCISES = {  # function -> how the report names its exercise
     "decoder_mask": "1 decoder_mask",
@@ -187,3 +189,37 @@ FEEDBACK = {
     "demo_mask_no_padding": ["every query must be masked from them", "The check that failed:"],
     "demo_perplexity_base_2": ["a loss of log 3 nats is a choice between 3 equally likely tokens"],
 }
+
+
+def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
+    """Attacks on the checker's boundary (issue 32), graded beside honest students: each scores exactly what its wrong
+    answer alone scores."""
+    S, by_key = Submission, {p.key: p for p in WRONG}
+    return [
+        Hostile(S("twin_full", "every exercise solved", solved="all"), "honest: full solution", group="honest",
+                fails=frozenset(), expect="full points"),
+        Hostile(S("boundary_setup_moved", "mask without padding; the read-only imports moved to the end, a torch "
+                  "whose checks always agree defined first", solved="all",
+                  bodies={"decoder_mask": by_key["mask_no_padding"].code},
+                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("decoder_setup"))),
+                "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
+                fails=frozenset({"decoder_mask_padding"}), payload="PAYLOAD boundary_setup_moved",
+                expect="zero on decoder_mask_padding, as the same mask alone"),
+        Hostile(S("boundary_setup_stripped", "unscaled logits; the toy batch cell stripped of its metadata and "
+                  "copied to the end, torch's checks faked", solved="all",
+                  bodies={"tied_logits": by_key["logits_unscaled"].code},
+                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_stripped"),
+                                    move_to_end("decoder_toy_batch", strip=True, keep=True))),
+                "a read-only cell stripped of its metadata and duplicated, torch's checks faked", group="boundary",
+                fails=frozenset({"tied_logits_values"}), payload="PAYLOAD boundary_setup_stripped",
+                expect="zero on tied_logits_values, as the same logits alone"),
+        Hostile(S("boundary_exception_name", "perplexity raises an exception whose class name holds its argument",
+                  solved="all", bodies={"perplexity": named_exception("mean_loss")}),
+                "an exception whose class name carries the hidden inputs", group="boundary",
+                fails=frozenset({"perplexity_value"}), payload="PAYLOAD boundary_exception_name",
+                expect="zero on perplexity_value; feedback says only that it raised an exception"),
+        Hostile(S(context.honest, "every exercise solved (its work must reach nobody)", solved="all",
+                  bodies={"perplexity": f"# {context.honest_work}\n" + assignment.body("perplexity")}),
+                "honest: full solution, graded after the attackers", group="honest", fails=frozenset(),
+                expect="full points"),
+    ]

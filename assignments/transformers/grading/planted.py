@@ -16,7 +16,8 @@ import textwrap
 import nbformat
 
 from coursekit.notebook import grade_id
-from coursekit.planting import Context, Hostile, Plant, Submission
+from coursekit.planting import (FAKE_TORCH, STATUS_DROPPED, Context, Hostile, Plant, Submission, first_cell,
+                                move_to_end, named_exception)
 
 
 def demo_cohort(assignment) -> list[Submission]:
@@ -855,6 +856,102 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
     ]
 
 
+# The checker's own boundary (issue 32): what a submission sends it, and what it could make it run or fetch.
+LIVE_TOKENIZER = """
+class _Live:  # not a tokenizer: every attribute answered live by this kernel
+    def __init__(self, real):
+        self._real = real
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+print("PAYLOAD boundary_live_reference", flush=True)
+return _Live(_trained)
+"""
+
+ZERO_ELEMENTS = """
+print("PAYLOAD boundary_zero_elements", flush=True)
+return torch.empty(2, 300_000_000, 5, 0), torch.empty(2, 300_000_000, 5, 0)
+"""
+
+TOKENIZER_BOMB = """
+from tokenizers import normalizers
+_trained.normalizer = normalizers.Sequence([normalizers.Replace("{char}", "{by}")] * {steps})
+print("PAYLOAD boundary_tokenizer_{kind}", flush=True)
+return _trained
+"""
+
+FLOOD = """
+_kernel = get_ipython().kernel
+_blob = b"x" * (1 << 20)
+for _i in range({messages}):
+    _kernel.session.send(_kernel.iopub_socket, "stream", {{"name": "stdout", "text": "."}},
+                         parent=_kernel.get_parent(), buffers=[_blob] * {frames})
+print("PAYLOAD boundary_{kind}", flush=True)
+"""
+
+
+def boundary(assignment) -> list[Hostile]:
+    """Attacks on the checker's boundary: its namespace taken from the submission, references where data is
+    expected, student text in feedback, floods and bombs sent to the grading process."""
+    S = Submission
+    padded_length = next(p for p in WRONG if p.key == "mean_divides_by_padded_length").code
+    threshold = next(p for p in WRONG if p.key == "accuracy_threshold_half").code
+    solution = assignment.body("train_bpe_tokenizer")  # ends `return <the trained tokenizer>`
+    trained = solution[:solution.rindex("return")] + "_trained = " + solution[solution.rindex("return") + 6:].strip()
+    return [
+        Hostile(S("boundary_setup_moved", "wrong attention; the read-only imports moved to the end, a torch whose "
+                  "checks always agree defined first", solved="all", bodies={"attention": NO_SCALING},
+                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("setup_imports"))),
+                "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
+                twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved"),
+        Hostile(S("boundary_setup_stripped", "wrong masked_mean; the imports cell stripped of its metadata and "
+                  "copied to the end, torch's checks faked", solved="all", bodies={"masked_mean": padded_length},
+                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_stripped"),
+                                     move_to_end("setup_imports", strip=True, keep=True))),
+                "the read-only setup cell stripped of its metadata and duplicated, torch's checks faked",
+                group="boundary", twin="twin_mean_padded_length", payload="PAYLOAD boundary_setup_stripped"),
+        Hostile(S("boundary_status_dropped", "wrong accuracy; the kernel never ends the setup cell (its final status "
+                  "dropped), torch's checks faked after it", solved="all", bodies={"accuracy": threshold},
+                  mutate=first_cell(STATUS_DROPPED, lambda nb: nb.cells.insert(
+                      next(i for i, c in enumerate(nb.cells) if grade_id(c) == "setup_imports") + 1,
+                      nbformat.v4.new_code_cell(FAKE_TORCH.format(key="boundary_status_dropped_torch"))))),
+                "a read-only cell timed out (the kernel drops its final status), torch's checks faked",
+                group="boundary", at_most="twin_accuracy_threshold_half", payload="PAYLOAD boundary_status_dropped",
+                expect="at most its twin (the dropped status costs it a cell's time limit)"),
+        Hostile(S("boundary_live_reference", "train_bpe_tokenizer returns an object that is not a tokenizer, "
+                  "answering every attribute live", solved="all",
+                  bodies={"train_bpe_tokenizer": trained + "\n" + LIVE_TOKENIZER}),
+                "a live reference where a test expects data (a tokenizer)", group="boundary",
+                twin="twin_tokenizer_none", payload="PAYLOAD boundary_live_reference"),
+        Hostile(S("boundary_exception_name", "tokens_per_word raises an exception whose class name holds its "
+                  "arguments", solved="all", bodies={"tokens_per_word": named_exception("words")}),
+                "an exception whose class name carries the hidden inputs", group="boundary",
+                fails=frozenset(assignment.cells_of("tokens_per_word")), payload="PAYLOAD boundary_exception_name",
+                expect="zero on the tokens_per_word tests; feedback says only that it raised an exception"),
+        Hostile(S("boundary_zero_elements", "attention returns zero-element tensors of shape (2, 3e8, 5, 0)",
+                  solved="all", bodies={"attention": ZERO_ELEMENTS}),
+                "zero-element tensors with a huge dimension (amplified by the checks)", group="boundary",
+                twin="twin_attention_blank", payload="PAYLOAD boundary_zero_elements"),
+        Hostile(S("boundary_tokenizer_memory", "train_bpe_tokenizer's normalizer doubles every 'e' 27 times",
+                  solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="ee", steps=27, kind="memory")}),
+                "a tokenizer that is a memory bomb", group="boundary", twin="twin_tokenizer_none",
+                payload="PAYLOAD boundary_tokenizer_memory"),
+        Hostile(S("boundary_tokenizer_time", "train_bpe_tokenizer's normalizer runs 100,000 Replace steps",
+                  solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="e", steps=100_000, kind="time")}),
+                "a tokenizer that runs for hours in native code", group="boundary", twin="twin_tokenizer_none",
+                payload="PAYLOAD boundary_tokenizer_time"),
+        Hostile(S("boundary_frame_flood", "full solution; 20 messages of 40 frames of 1 MiB each on IOPub",
+                  solved="all", **_after_function("attention", FLOOD.format(messages=20, frames=40,
+                                                                            kind="frame_flood"), assignment)),
+                "messages of many frames, each frame within ZeroMQ's own limit", group="boundary", twin="twin_full",
+                payload="PAYLOAD boundary_frame_flood"),
+        Hostile(S("boundary_backlog_flood", "full solution; 200 messages of 6 MiB on IOPub, as fast as it can",
+                  solved="all", **_after_function("attention", FLOOD.format(messages=200, frames=6,
+                                                                            kind="backlog_flood"), assignment)),
+                "a backlog of messages, each within the limit", group="boundary", twin="twin_full",
+                payload="PAYLOAD boundary_backlog_flood"),
+    ]
+
+
 def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
     """Broken, runaway and hostile submissions, planted next to honest ones (their twins)."""
     everything = frozenset(assignment.autograded_cells)
@@ -982,4 +1079,4 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
                 "makes IPython swallow exceptions (set_custom_exc)", group="tamper", twin="twin_embedding_plus_bias"),
     ]
     return (honest + broken + runaway + tampering + [_forgery(k, assignment) for k in FORGERIES] + forgeries_inside(assignment)
-            + [_escape(k, context, assignment) for k in ESCAPES] + resources(assignment, context))
+            + [_escape(k, context, assignment) for k in ESCAPES] + resources(assignment, context) + boundary(assignment))
