@@ -80,8 +80,8 @@ warnings.filterwarnings("ignore", message=r".*not in session, add operation alon
 # Feedback is rendered from the autograded notebook, where nbgrader restored the hidden tests and the submission's
 # code wrote the outputs. coursekit/feedback.py keeps only what the checker vouches for: a failing test's name, its
 # message without hidden-test code, and the failing line if it is a visible check; stock ClearHiddenTests then
-# removes the hidden regions (jupyter/nbgrader#1363). The graders' model answers (coursekit/graders.py) go first,
-# and you are warned about answers no grader has scored yet.
+# removes the hidden regions (jupyter/nbgrader#1363). The graders' model answers (coursekit/autograde/model_answers.py)
+# go first, and you are warned about answers no grader has scored yet.
 c.GenerateFeedback.preprocessors = [
     "coursekit.feedback.RemoveGradersOnly",
     "nbgrader.preprocessors.GetGrades",
@@ -120,18 +120,23 @@ c.ClearSolutions.code_stub = {
 # writable folder, nothing else of the course, your home or your environment is visible, there is no network, every
 # process it starts dies with it, and memory (all its processes together), processes, CPU share, file sizes, outputs
 # and the submission's total time are capped. The grading kernelspec names the sandbox's provisioner; the exporter
-# refuses to start grading on a machine where the sandbox cannot be built, or when a submission folder holds links,
-# devices, FIFOs or oversized files.
+# refuses to start grading on a machine where the sandbox cannot be built, and leaves out (naming it) a student whose
+# submission folder holds links, devices, FIFOs, oversized files or too many files; the others are graded.
 c.Execute.kernel_name = "course-grading"
 c.Autograde.exporter_class = "coursekit.sandbox.provisioner.SandboxedExporter"
 c.GradingSandbox.memory_limit_mb = 4096  # per submission, all its processes together
-c.GradingSandbox.wall_limit_s = 600      # per submission, kernel start to last cell (c.Execute.timeout is per cell)
+c.GradingSandbox.wall_limit_s = 600      # most per submission, kernel start to last test (c.Execute.timeout is per cell);
+# a submission's budget is budget_factor (5) x the solution's grading time (assignments/<id>/grading/budget.json,
+# measured by generate_assignment), at least budget_floor_s (60), at most this
 # c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 
 # Stock preprocessor list, with GradingExecute in place of Execute (coursekit/autograde/execute.py): the student's kernel runs the
-# notebook for the record, but every test cell runs in the checker (coursekit/checker/), in this process, reaching the
-# student's functions through a data-only bridge, so no code of a submission can change a verdict. Then two output
-# filters and the model answers for graders (coursekit/autograde/model_answers.py: inserted into autograded/ only).
+# notebook for the record, but every test cell runs in the checker (coursekit/checker/), which runs your read-only and
+# test cells from the gradebook in your source's order and reaches the student's answers (the names your solution
+# cells define) through a data-only bridge, so no code of a submission can change a verdict. Each submission is graded
+# in a process of its own (coursekit/autograde/process.py: memory-capped, killed from outside when its time budget is
+# spent), so nothing one submission does reaches the next. Then two output filters and the model answers for graders
+# (coursekit/autograde/model_answers.py: inserted into autograded/ only).
 c.Autograde.autograde_preprocessors = [
     "coursekit.autograde.execute.GradingExecute",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",

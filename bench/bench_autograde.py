@@ -9,6 +9,8 @@ repeatable; default: every assignment of the course). Measured side by side:
 * **course**: stock ``nbgrader autograde ASSIGNMENT`` with the course's configuration: every kernel in the sandbox,
   every test cell in the checker (``coursekit.autograde.execute.GradingExecute``); per-submission wall time from the gaps
   between consecutive autograded notebooks' modification times (median), and total / students;
+* **in-process**: the same command with ``c.GradingExecute.isolate = False``: the checker in the grading process
+  itself, no process of its own per submission (what that process costs);
 * **stock**: the same command in a copy of the course whose ``nbgrader_config.py`` drops the course's autograde
   preprocessors, exporter and kernel (nbgrader's own ``Execute`` in a plain ``python3`` kernel, tests run in the
   student's process): what nbgrader costs on this homework with neither the checker nor the sandbox;
@@ -80,11 +82,18 @@ c.GradingSandbox.enabled = False
 """
 
 
-def stock_copy(course: Path, dest: Path) -> Path:
-    """A copy of the graded course (same gradebook, submissions) whose configuration is nbgrader's stock pipeline."""
+INPROCESS = """
+# bench_autograde: the course's pipeline, with the checker in the grading process (no process of its own per submission)
+c.GradingExecute.isolate = False
+"""
+
+
+def stock_copy(course: Path, dest: Path, tail: str = STOCK) -> Path:
+    """A copy of the graded course (same gradebook, submissions) whose configuration ends with ``tail`` (default:
+    nbgrader's stock pipeline)."""
     shutil.copytree(course, dest, symlinks=True, ignore=shutil.ignore_patterns("autograded"))
     with open(dest / "nbgrader_config.py", "a") as config:
-        config.write(STOCK)
+        config.write(tail)
     text = (dest / "nbgrader_config.py").read_text()
     (dest / "nbgrader_config.py").write_text(text.replace(str(course), str(dest)))
     return dest
@@ -105,10 +114,12 @@ def bench(ASSIGNMENT: str, args, work: Path, course: Path) -> bool:  # noqa: N80
     floors = floor(args.floor_runs, scratch)
     boxed = floor(args.floor_runs, scratch, kernel="course-grading")
     stock = stock_copy(course, work / f"stock-{ASSIGNMENT}")
+    inproc = stock_copy(course, work / f"inprocess-{ASSIGNMENT}", INPROCESS)
     # The two sequential runs alternate halves of the cohort, so a machine that speeds up or slows down during the
     # bench moves both sides of the ratio alike.
     seq_total = stock_total = 0.0
     gaps, stock_gaps, cpu, stock_cpu = [], [], 0.0, 0.0
+    inproc_gaps, inproc_total = [], 0.0
     for prefix in HALVES:
         part = [s for s in students if s.startswith(prefix)]
         flags = [f"--student={prefix}*"]
@@ -118,6 +129,9 @@ def bench(ASSIGNMENT: str, args, work: Path, course: Path) -> bool:  # noqa: N80
         seconds, proc = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, *flags], stock, check=False)
         stock_total, stock_cpu = stock_total + seconds, stock_cpu + proc.cpu
         stock_gaps += per_submission_from_mtimes(stock, part, ASSIGNMENT)
+        seconds, proc = sh([BIN / "nbgrader", "autograde", ASSIGNMENT, *flags], inproc, check=False)
+        inproc_total += seconds
+        inproc_gaps += per_submission_from_mtimes(inproc, part, ASSIGNMENT)
     sh([BIN / "nbgrader", "export", "--to", work / f"sequential-{ASSIGNMENT}.csv"], course)
     sh([BIN / "nbgrader", "export", "--to", work / f"stock-{ASSIGNMENT}.csv"], stock)
     floors += floor(args.floor_runs, scratch)
@@ -132,6 +146,8 @@ def bench(ASSIGNMENT: str, args, work: Path, course: Path) -> bool:  # noqa: N80
     print(f"  course: nbgrader autograde     {seq_total:6.1f} s total, {seq_total / n:5.2f} s/submission mean, "
           f"{seq_median:5.2f} s median (p90 {statistics.quantiles(gaps, n=10)[-1]:.2f} s); "
           f"CPU {cpu / n:5.2f} s/submission (checker and sandbox)")
+    print(f"  course, checker in-process     {inproc_total:6.1f} s total, {inproc_total / n:5.2f} s/submission mean, "
+          f"{median(inproc_gaps):5.2f} s median (c.GradingExecute.isolate = False)")
     print(f"  stock: nbgrader autograde      {stock_total:6.1f} s total, {stock_total / n:5.2f} s/submission mean, "
           f"{stock_median:5.2f} s median (p90 {statistics.quantiles(stock_gaps, n=10)[-1]:.2f} s); "
           f"CPU {stock_cpu / n:5.2f} s/submission (neither)")
@@ -158,6 +174,8 @@ def bench(ASSIGNMENT: str, args, work: Path, course: Path) -> bool:  # noqa: N80
           f"{' except the noisy correct submission(s), which stock nbgrader zeroes: ' + ', '.join(differ) if differ and stock_same else ''}"
           f"{': ' + ', '.join(differ) if not stock_same else ''})")
     print(f"  course / stock autograde, whole run              {seq_total / stock_total:5.2f}×")
+    print(f"  course / checker in-process, median              {seq_median / median(inproc_gaps):5.2f}×  (what each "
+          f"submission's own grading process costs)")
     print(f"  parallel throughput / sequential                 {seq_total / par_total:5.2f}×  [≥ 1.7×], "
           f"scores {'identical' if same_sorted else 'DIFFERENT'}")
     print(f"  stock median per submission / floor              {stock_median / fl:5.2f}×  (the homework's own cells "

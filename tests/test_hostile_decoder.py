@@ -69,3 +69,8 @@ def test_feedback_holds_no_hidden_line_and_no_student_chosen_text(hostile):
     pages = (course / "feedback" / "boundary_exception_name" / NAME).glob("*.html")
     plain = "\n".join(line for page in pages for line in leaks.file_lines(page))
     assert "`perplexity` raised an exception" in plain and "RT3" not in plain
+
+
+def test_book_table_is_what_the_autograder_does(hostile):
+    problem = report.stale(report.table(hostile["hw"], "hostile"), report.hostile_markdown(hostile["rows"]))
+    assert problem is None, problem

@@ -40,7 +40,9 @@ def _context():
     global CONTEXT
     if CONTEXT is None:
         CONTEXT = multiprocessing.get_context("forkserver")
-        CONTEXT.set_forkserver_preload(["coursekit.autograde.child"])
+        # "__main__": the grading program's own main module (nbgrader's, coursekit's), imported once by the server;
+        # without it every child would import it again (about a second for nbgrader's) before it starts.
+        CONTEXT.set_forkserver_preload(["__main__", "coursekit.autograde.child"])
     return CONTEXT
 
 

@@ -49,7 +49,9 @@ class Grader:
     def __init__(self, root: Path, overrides: dict, threads: int | None, log_dir: Path):
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, name="coursekit-grader", daemon=True,
+        # Not daemonic: it starts a process of its own for every submission (coursekit.autograde.process), which a
+        # daemonic process may not; it dies with the worker all the same (PR_SET_PDEATHSIG, and kill() on close).
+        self.process = ctx.Process(target=_serve, name="coursekit-grader", daemon=False,
                                    args=(child, os.getpid(), str(root), overrides, threads, str(log_dir)))
         self.process.start()  # from the worker's main thread: PR_SET_PDEATHSIG follows the thread that forked
         child.close()
