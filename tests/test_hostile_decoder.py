@@ -51,9 +51,11 @@ def test_every_attack_ran_on_both_paths_and_gained_nothing(hostile):
 
 def test_honest_students_after_the_attackers_get_every_point_on_both_paths(hostile):
     cells = hostile["hw"].autograded_cells
-    for student in ("twin_full", hostile["context"].honest):
-        for run in hostile["runs"]:
-            assert run["scores"][student] == cells, (student, run["command"])
+    assert hostile["context"].honest in hostile["runs"][1]["graded"]  # graded on both paths, after the attackers
+    for run in hostile["runs"]:
+        for student in ("twin_full", hostile["context"].honest):
+            if student in run["graded"]:
+                assert run["scores"][student] == cells, (student, run["command"])
 
 
 def test_feedback_holds_no_hidden_line_and_no_student_chosen_text(hostile):

@@ -20,7 +20,10 @@ not a notebook              of failing the autograde run; the original stays in 
 duplicated grade id         repaired: the copies' nbgrader metadata removed except on the last one (what nbgrader's
                             own DeduplicateIds does); the batch is never aborted (jupyter/nbgrader#1083)
 changed cell type           flagged; nbgrader restores the type of graded cells
-deleted graded cell         flagged; nbgrader re-adds it from the gradebook (a solution comes back empty)
+deleted graded cell         flagged; nbgrader re-adds a test cell or written answer from the gradebook (an answer
+                            comes back empty); a solution cell is not re-added (its tests fail)
+deleted read-only cell      flagged; not re-added, but the checker runs every read-only cell from the source
+moved cells                 flagged; the checker runs the read-only and test cells in the source's order anyway
 edited test / locked cell   flagged; nbgrader restores its source from the gradebook
 link, device, FIFO          *left out* of the checked copy (never followed: a link's target is not read); the original
                             stays in ``submitted/``
@@ -44,7 +47,7 @@ from pathlib import Path
 
 from .. import PREFLIGHT
 from ..course import Course
-from ..notebook import nbgrader_meta, source_of, without_region
+from ..notebook import nbgrader_meta, role, source_of, without_region
 from ..sandbox import GradingSandbox
 
 OUT = PREFLIGHT
@@ -123,9 +126,23 @@ def check_notebook(nb, source, student: str, name: str, hidden: tuple[str, str] 
                  f"{gid!r} appears {len(where)} times (cells {', '.join(map(str, where))}): the copies before the last "
                  f"are ungraded in the checked copy")
     missing = [gid for gid in src_cells if gid not in positions]
-    if missing:
+    restored = [gid for gid in missing if role(src_cells[gid]) in ("test", "answer", "task")]
+    solutions = [gid for gid in missing if role(src_cells[gid]) == "solution"]
+    read_only = [gid for gid in missing if role(src_cells[gid]) == "read-only"]
+    if restored:
         flag("deleted graded cells", "flagged",
-             f"{', '.join(missing)}: nbgrader puts them back from the gradebook (a deleted answer comes back empty)")
+             f"{', '.join(restored)}: nbgrader puts them back from the gradebook (a deleted answer comes back empty)")
+    if solutions:
+        flag("deleted graded cells", "flagged",
+             f"{', '.join(solutions)}: solution cells are not put back; the tests of that exercise find no answer")
+    if read_only:
+        flag("deleted read-only cells", "flagged",
+             f"{', '.join(read_only)}: not put back in the notebook (the student's own cells may fail without them); "
+             f"the checker runs them from the source all the same")
+    order = [gid for gid in src_cells if gid in positions]
+    if order != sorted(order, key=lambda gid: positions[gid][-1]):
+        flag("moved cells", "flagged", "cells of the assignment are in another order than in the source: the "
+                                       "checker runs the read-only and test cells in the source's order anyway")
     for gid, where in positions.items():
         if gid not in src_cells:
             continue

@@ -203,6 +203,7 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
                   bodies={"decoder_mask": by_key["mask_no_padding"].code},
                   mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("decoder_setup"))),
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
+                preflight="moved cells",
                 fails=frozenset({"decoder_mask_padding"}), payload="PAYLOAD boundary_setup_moved",
                 expect="zero on decoder_mask_padding, as the same mask alone"),
         Hostile(S("boundary_setup_stripped", "unscaled logits; the toy batch cell stripped of its metadata and "

@@ -902,6 +902,7 @@ def boundary(assignment) -> list[Hostile]:
                   "checks always agree defined first", solved="all", bodies={"attention": NO_SCALING},
                   mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("setup_imports"))),
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
+                preflight="moved cells",
                 twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved"),
         Hostile(S("boundary_setup_stripped", "wrong masked_mean; the imports cell stripped of its metadata and "
                   "copied to the end, torch's checks faked", solved="all", bodies={"masked_mean": padded_length},
