@@ -165,6 +165,37 @@ def test_messages_that_are_not_the_tests_own_text_are_not_shown():
         "invalid literal for int() with base 10: ‹…›"
 
 
+def test_nothing_a_student_chooses_reaches_a_failure_summary():
+    """Escaped quotes, huge "shapes", exceptions that would end a test's loop: the review's findings of issue 32."""
+    from coursekit.checker.bridge import builtin_kind
+
+    leaky = "could not convert string to float: '\\'hidden 41234 640\"'"
+    assert "41234" not in messages.exception_text(leaky)
+    assert messages.exception_text("bad 'a\\'b' then 'c'") == "bad ‹…› then ‹…›"
+    error = render('assert False, f"got {got}"', got=(int.from_bytes(b"hidden vocab=41234 d=640"),))
+    assert error.args[0].summary == "got a tuple of 1 item"
+    error = render('assert False, f"got {got}"', got=(2, 5, 7))
+    assert error.args[0].summary == "got (2, 5, 7)"  # a real shape stays
+    assert [builtin_kind(k, True) for k in ("StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyError")] \
+        == ["an exception"] * 3 + ["KeyError"]
+    with pytest.raises(wire.WireError):
+        wire.decode({"$int": "\u00b2"})
+
+
+def test_what_the_grading_process_sends_its_parent_is_rebuilt_from_strings():
+    from coursekit.autograde.child import plain_cell
+
+    cell = {"cell_type": "code", "source": "x", "metadata": {}, "execution_count": "7" * 1000, "outputs": [
+        {"output_type": "display_data", "data": {"application/json": [{}] * 1000}, "metadata": {}},
+        {"output_type": "stream", "name": "evil", "text": "hi"},
+        {"output_type": "update_display_data", "data": {"text/plain": "x"}}]}  # as a kernel may make them
+    plain = plain_cell(cell, 100)
+    assert plain["execution_count"] is None
+    assert [o["output_type"] for o in plain["outputs"]] == ["display_data", "stream"]
+    assert plain["outputs"][0]["data"] == {"application/json": json.dumps([{}] * 1000)[:100]}
+    assert plain["outputs"][1] == {"output_type": "stream", "name": "stdout", "text": "hi"}
+
+
 def test_free_names_are_what_a_cell_reads_without_defining():
     source = ("import math as m\n_x = attention(q, k)\nfor _i in range(3):\n    total = _i\n"
               "check = lambda v: v * scale + _x\nprint([w for w in words if w in vocab], tokenizer.x)")
@@ -194,6 +225,12 @@ def test_the_plan_takes_answers_from_solution_cells_and_refuses_tests_that_need_
     assert "bad: test cell uses `helper`, `math`" in problems and "ok:" not in problems
     assert "uses_answer: read-only cell uses `double`" in problems
     assert "shadows_answer: read-only cell defines `double`" in problems
+    loop = nbformat.v4.new_notebook(cells=[
+        create_solution_cell("def double(x):\n    return 2 * x\nfor check in range(3):\n    pass", "code", "s"),
+        create_grade_cell("def check(v):\n    return 2 * v", "code", "defines", 1),
+        create_grade_cell("assert double(21) == check(21)", "code", "uses", 1)])
+    assert "defines: test cell defines `check`, which a solution cell also defines" in Plan.from_notebook(
+        loop).problems()[0]
     assert Plan.from_json(plan.to_json()) == plan
 
 

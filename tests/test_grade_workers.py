@@ -1,6 +1,6 @@
-"""``python -m coursekit grade`` loses no student when one of its workers dies: the submissions that worker had taken
-are failed with the cause, every other one is graded (no submission can kill a worker: each is graded in a process
-of its own; this is the grader's own failure, made here by killing a worker from outside)."""
+"""``python -m coursekit grade`` loses no student when one of its workers dies: the submissions in flight are graded
+again by a new pool, and the summary says so (no submission can kill a worker: each is graded in a process of its
+own; this is the grader's own failure, or the machine's, made here by killing a worker from outside)."""
 from __future__ import annotations
 
 import subprocess
@@ -19,7 +19,7 @@ from coursekit.planting import Submission
 pytestmark = pytest.mark.slow
 
 
-def test_a_worker_killed_mid_grading_costs_only_the_submissions_it_held(tmp_path):
+def test_a_worker_killed_mid_grading_loses_no_submission(tmp_path):
     hw = Course.load(copy_course(tmp_path / "course")).assignment("decoder")
     report.prepare(hw)
     students = [f"s{k}" for k in range(4)]
@@ -42,11 +42,7 @@ def test_a_worker_killed_mid_grading_costs_only_the_submissions_it_held(tmp_path
     out, err = proc.communicate(timeout=600)
     assert killed is not None, "no worker to kill: " + out[-2000:] + err[-2000:]
     scores = report.cell_scores(hw, students)
-    graded = [s for s in students if scores[s] == hw.autograded_cells]
-    failed = [s for s in students if scores[s] != hw.autograded_cells]
-    assert graded, out[-3000:] + err[-3000:]  # graded after the death, by a new pool
-    assert failed and len(failed) <= 2, (failed, out[-3000:])  # what the dead worker (and its pool-mate) held
-    for student in failed:  # named, with the cause: never silently dropped
-        assert any(student in line and "worker died" in line for line in (out + err).splitlines()), \
-            (student, out[-3000:], err[-3000:])
-    assert proc.returncode != 0
+    assert all(scores[s] == hw.autograded_cells for s in students), (scores, out[-3000:], err[-3000:])
+    again = [s for s in students if f"student {s}: its first grading was cut off" in out]
+    assert again, out[-3000:]  # the ones the dead pool held, named: graded again, never silently
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]

@@ -48,6 +48,41 @@ class _Forward(logging.Handler):
             pass
 
 
+def _text(value, most: int) -> str:
+    return value[:most] if isinstance(value, str) else json.dumps(value, default=str)[:most]
+
+
+def plain_cell(cell, most: int) -> dict:
+    """What the parent is sent of a cell: its fields, with every output rebuilt from strings (no structure the
+    kernel chose: a display's JSON becomes its text) and ``execution_count`` an int or None."""
+    out = {key: cell[key] for key in ("id", "cell_type", "metadata", "source") if key in cell}
+    if cell.get("cell_type") != "code":
+        return {**cell, **out}
+    count = cell.get("execution_count")
+    out["execution_count"] = count if type(count) is int else None
+    outputs = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            outputs.append({"output_type": kind, "name": "stderr" if output.get("name") == "stderr" else "stdout",
+                            "text": _text(output.get("text", ""), most)})
+        elif kind == "error":
+            trace = output.get("traceback")
+            outputs.append({"output_type": kind, "ename": _text(output.get("ename", ""), 200),
+                            "evalue": _text(output.get("evalue", ""), most),
+                            "traceback": [_text(line, most) for line in (trace if isinstance(trace, list) else [])][:200]})
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data") if isinstance(output.get("data"), dict) else {}
+            plain = {"output_type": kind, "metadata": {},
+                     "data": {_text(mime, 100): _text(value, most) for mime, value in list(data.items())[:16]}}
+            if kind == "execute_result":
+                number = output.get("execution_count")
+                plain["execution_count"] = number if type(number) is int else None
+            outputs.append(plain)
+    out["outputs"] = outputs
+    return out
+
+
 def run(conn) -> None:
     def send(data: dict) -> None:
         conn.send_bytes(json.dumps(data).encode())
@@ -66,9 +101,10 @@ def run(conn) -> None:
     nb = nbformat.from_dict(job["nb"])
     ge = execute.GradingExecute(config=job["config"])
     ge.log = log
+    most = job["output_limit"]
     try:
         nb, _ = ge.grade(nb, job["resources"], Plan.from_json(job["plan"]), job["salt"], job["deadline"],
-                         report=lambda index, cell: send({"cell": index, "data": cell}))
+                         report=lambda index, cell: send({"cell": index, "data": plain_cell(cell, most)}))
     except CourseKitError as error:
         send({"error": str(error)})
         return

@@ -59,6 +59,10 @@ def grade_in_process(ge, nb, resources, plan, salt: str, seconds: float):
     policy = GradingSandbox(parent=ge)
     slot = Slot.open(policy)
     limit = (policy.output_limit_mb << 20) * 2 + (1 << 20)  # a cell's JSON: its outputs, already bounded
+    # what the child may send in all: every cell reported about twice (a test's cell again when it runs), their
+    # outputs within the notebook's output limit, and the log
+    most = 2 * len(json.dumps(nb)) + 4 * (policy.output_limit_mb << 20) + (8 << 20)
+    taken = 0
     ctx = _context()
     here, there = ctx.Pipe(duplex=True)
     child = ctx.Process(target=_child_main, args=(there,), name="coursekit-grading")
@@ -72,6 +76,7 @@ def grade_in_process(ge, nb, resources, plan, salt: str, seconds: float):
         if slot.checker is not None:
             slot.checker.join(child.pid)
         job = {"config": ge.config, "nb": nb, "resources": _plain(resources), "plan": plan.to_json(), "salt": salt,
+               "output_limit": policy.output_limit_mb << 20,
                "deadline": deadline, "slot": slot.to_dict(), "env": _environment(), "cwd": os.getcwd(),
                "log_level": ge.log.getEffectiveLevel() if hasattr(ge.log, "getEffectiveLevel") else logging.INFO}
         here.send_bytes(pickle.dumps(job))
@@ -83,7 +88,12 @@ def grade_in_process(ge, nb, resources, plan, salt: str, seconds: float):
             if not here.poll(min(left, 1.0)):
                 continue
             try:
-                data = json.loads(here.recv_bytes(limit))
+                raw = here.recv_bytes(limit)
+                taken += len(raw)
+                if taken > most:  # all reports together: the outputs (bounded) and the notebook's own cells
+                    cause = "sent more than the grader takes from one submission"
+                    break
+                data = json.loads(raw)
             except (EOFError, ConnectionError):
                 cause = "died"
                 break

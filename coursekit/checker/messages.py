@@ -67,7 +67,7 @@ def summary_of(value, spec: str = "") -> str:
         return text
     if type(value).__module__ == "numpy" and hasattr(value, "shape"):
         return f"a numpy array of shape {tuple(value.shape)} and dtype {value.dtype}"
-    if isinstance(value, tuple) and len(value) <= 8 and all(type(x) is int for x in value):
+    if isinstance(value, tuple) and len(value) <= 8 and all(type(x) is int and 0 <= x <= 1 << 20 for x in value):
         return str(value)  # a shape
     if isinstance(value, (list, tuple)):
         noun = "tuple" if isinstance(value, tuple) else "list"
@@ -129,7 +129,11 @@ def exception_text(text: str, allowed: frozenset[str] = TYPE_NAMES) -> str:
     def quoted(match):
         inner = match.group(0)[1:-1]
         return match.group(0) if inner in allowed else "‹…›"
-    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", quoted, str(text))[:SUMMARY_LIMIT]
+    pattern = r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\""
+    rest = re.sub(pattern, "", str(text))
+    if "'" in rest or '"' in rest or "\\" in rest:  # a quote or an escape outside a quoted part: data may follow it
+        return "(the error's message is not shown)"
+    return re.sub(pattern, quoted, str(text))[:SUMMARY_LIMIT]
 
 
 def code_words(source: str) -> frozenset[str]:

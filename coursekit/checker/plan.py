@@ -111,6 +111,10 @@ class Plan:
                                  f"cell before it" + (" (the checker runs read-only cells without the student's "
                                                       "answers)" if uses else ""))
             else:
+                clash = sorted(bound & self.answers)
+                if clash:
+                    found.append(f"{item.grade_id}: test cell defines {_names(clash)}, which a solution cell also "
+                                 f"defines (a later test would take the student's value for it)")
                 needs = sorted(free - defined - self.answers)
                 if needs:
                     found.append(f"{item.grade_id}: test cell uses {_names(needs)}, which no read-only cell before it "

@@ -29,6 +29,7 @@ source to the student's kernel, so both sides speak exactly this format.
 """
 import base64
 import math
+import re
 import sys
 
 MAX_DEPTH = 32
@@ -135,7 +136,7 @@ def decode(data, resolve=None, depth=0, tokenizer=None):
             except TypeError:
                 raise WireError("a dict key cannot be hashed") from None
         return out
-    if tag == "$int" and type(body) is str and len(body) <= 4000 and body.lstrip("-").isdigit():
+    if tag == "$int" and type(body) is str and len(body) <= 4000 and re.fullmatch(r"-?[0-9]+", body):
         return int(body)
     if tag == "$float" and body in ("nan", "inf", "-inf"):
         return float(body)

@@ -166,7 +166,7 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
     logs = course.root / PREFLIGHT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    todo, results = list(cohort), {}
+    todo, results, deaths = list(cohort), {}, {}
     for mark in logs.glob("started-*"):
         mark.unlink()
     for attempt in range(3):  # a submission that met a locked SQLite gradebook is graded again, with fewer workers
@@ -186,16 +186,25 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
                         if not result.ok:
                             bar.write(f"failed: {result.student}", file=sys.stderr)
         except cf.process.BrokenProcessPool:
-            # A worker died (each submission's checker runs in a process of its own, so this is the grader's own
-            # failure): the submissions it had taken are failed with the cause; the others are graded again.
+            # A worker died (each submission is graded in a process of its own, so this is the grader's own failure,
+            # or the machine's): the pool is gone, and with it the submissions in flight on every worker. Each is
+            # graded again by the next pool; one in flight at a second death too is failed, with the cause.
             for student in todo:
-                if student not in results and _started(logs, student).exists():
-                    results[student] = Result(student, False, 0.0, f"the grading worker died while grading this "
-                                                                   f"submission (worker logs: {logs})")
-                    if bar:
-                        bar.update(1)
-                        bar.write(f"failed: {student} (its worker died)", file=sys.stderr)
+                mark = _started(logs, student)
+                if student not in results and mark.exists():
+                    mark.unlink()
+                    deaths[student] = deaths.get(student, 0) + 1
+                    if deaths[student] >= 2:
+                        results[student] = Result(student, False, 0.0, f"a grading worker died while grading this "
+                                                                       f"submission, twice (worker logs: {logs})")
+                        if bar:
+                            bar.update(1)
+                            bar.write(f"failed: {student} (its worker died twice)", file=sys.stderr)
         todo = [s for s in todo if s not in results or results[s].locked]
+    for student in deaths:  # said, for the instructor: its grading was cut off once
+        if student in results and results[student].ok:
+            results[student].problems.append(f"student {student}: its first grading was cut off (a grading worker "
+                                             f"died); graded again")
     for student in cohort:  # never dropped silently: not graded after every attempt is a failure with its cause
         if student not in results:
             results[student] = Result(student, False, 0.0, "not graded: the grading workers died before they could "
