@@ -227,9 +227,14 @@ print("PAYLOAD boundary_status_dropped", flush=True)
 
 def named_exception(argument: str) -> str:
     """A body that raises an exception whose class *name* carries ``argument`` (a hidden input, if feedback showed
-    the class name)."""
-    return (f'print("PAYLOAD boundary_exception_name", flush=True)\n'
-            f'raise type("RT3:" + repr({argument})[:90], (Exception,), {{}})()\n')
+    the class name). Its payload marker is the exception's own text, which the instructor's record keeps."""
+    return f'raise type("RT3:PAYLOAD boundary_exception_name:" + repr({argument})[:90], (Exception,), {{}})()\n'
+
+
+def shown_student_text(plain: str) -> list[str]:
+    """Lines of a feedback page (as text) that show the named exception's text anywhere but in the student's own
+    code (where it is the student's to see)."""
+    return [line for line in plain.splitlines() if "RT3:" in line and "raise type(" not in line]
 
 
 def first_cell(code: str, mutate=None):

@@ -20,6 +20,7 @@ from coursekit import leaks
 from coursekit.commands import report
 from coursekit.course import Course
 from coursekit.notebook import secret_lines
+from coursekit.planting import shown_student_text
 
 pytestmark = pytest.mark.slow
 NAME = "decoder"
@@ -70,7 +71,7 @@ def test_feedback_holds_no_hidden_line_and_no_student_chosen_text(hostile):
         assert hostile["context"].honest_work not in plain or h.submission.student == hostile["context"].honest
     pages = (course / "feedback" / "boundary_exception_name" / NAME).glob("*.html")
     plain = "\n".join(line for page in pages for line in leaks.file_lines(page))
-    assert "`perplexity` raised an exception" in plain and "RT3" not in plain
+    assert "`perplexity` raised an exception" in plain and not shown_student_text(plain), shown_student_text(plain)
 
 
 def test_book_table_is_what_the_autograder_does(hostile):

@@ -65,8 +65,10 @@ def builtin_kind(kind: str, builtin: bool) -> str:
 def raised(kind: str, builtin: bool, message: str, function: str) -> StudentRaised:
     """The exception to raise in the test: a subclass of the builtin of that name (so a test's ``except ValueError``
     works as it would in the kernel), named only by a builtin's name. ``message`` is kept for the instructor's
-    record."""
-    kind = builtin_kind(kind, builtin)
+    record, with the class's own name when it is not the kind (the instructor's record only)."""
+    own, kind = kind, builtin_kind(kind, builtin)
+    if own != kind:
+        message = f"{own}: {message}" if message else own
     base = getattr(builtins, kind) if kind != "an exception" else Exception
     cls = _raised_classes.get(kind)
     if cls is None:

@@ -61,8 +61,11 @@ class Cgroups:
             raise CgroupError("; ".join(missing) + _HOW)
         return cls(roots)
 
-    def new(self, memory_bytes: int, max_processes: int) -> "SandboxCgroup":
-        return SandboxCgroup(self, memory_bytes, max_processes)
+    def new(self, memory_bytes: int, max_processes: int, cpu: bool = True) -> "SandboxCgroup":
+        """A sandbox's group; ``cpu=False``: memory and processes only (its CPU is its parent's, as for a grading
+        process: it competes for the CPU as the grading process always did, not inside the sandboxes' share)."""
+        roots = self.roots if cpu or self.version == 2 else {k: v for k, v in self.roots.items() if k != "cpu"}
+        return SandboxCgroup(Cgroups(roots), memory_bytes, max_processes)
 
 
 _HOW = (". Grading sandboxes need memory, pids and cpu cgroups: run as root, or delegate them once with "
@@ -126,7 +129,7 @@ class SandboxCgroup:
             _write(path / "memory.max", str(memory_bytes))
             _write(path / "memory.swap.max", "0") if (path / "memory.swap.max").exists() else None
             _write(path / "pids.max", str(max_processes))
-            _write(path / "cpu.weight", "100")
+            _write(path / "cpu.weight", "100") if (path / "cpu.weight").exists() else None
         else:
             by = dict(zip(cgroups.roots, self.paths))
             _write(by["memory"] / "memory.limit_in_bytes", str(memory_bytes))
@@ -136,7 +139,8 @@ class SandboxCgroup:
                 except OSError:
                     pass
             _write(by["pids"] / "pids.max", str(max_processes))
-            _write(by["cpu"] / "cpu.shares", "1024")
+            if "cpu" in by:
+                _write(by["cpu"] / "cpu.shares", "1024")
         self.by = dict(zip(cgroups.roots, self.paths))
 
     def join(self, pid: int | None = None) -> None:

@@ -39,7 +39,7 @@ class Slot:
             try:
                 cgroups = Cgroups.find()
                 slot.kernel = cgroups.new(policy.memory_limit_mb << 20, policy.max_processes)
-                slot.checker = cgroups.new(policy.checker_memory_mb << 20, policy.checker_processes)
+                slot.checker = cgroups.new(policy.checker_memory_mb << 20, policy.checker_processes, cpu=False)
             except (CgroupError, OSError) as error:
                 slot.close()
                 raise SandboxUnavailable(f"cannot create the sandbox's cgroups: {error}") from None
