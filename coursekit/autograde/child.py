@@ -27,9 +27,24 @@ from ..sandbox.slot import Slot
 from . import execute
 
 
-# Everything the server preloaded is set aside from the garbage collector (Python's documented advice for a server that
-# forks): a child's collections then never walk, and so never copy, the pages it inherited. Without it every child
-# copied most of PyTorch's and nbgrader's objects, charged to its cgroup: about a second per submission.
+def _warm() -> None:
+    """What every grading would otherwise build afresh in each child: nbformat's compiled schema, torch's first calls,
+    the preprocessor's traits. Single-threaded (torch's thread pool is never started in the server, which forks)."""
+    import torch.nn.functional as F
+    from nbformat.validator import get_validator
+
+    get_validator(version=4, version_minor=5)
+    torch.set_num_threads(1)
+    x = torch.randn(2, 3, 4)
+    torch.testing.assert_close(F.softmax(x @ x.transpose(1, 2), dim=-1).sum(-1), torch.ones(2, 3))
+    execute.GradingExecute()
+
+
+# The server warms up once; then everything it holds is set aside from the garbage collector (Python's documented
+# advice for a server that forks): a child's collections never walk, and so never copy, the pages it inherited.
+# Measured on the decoder homework (bench_autograde): a child cost about a second per submission without the two,
+# a few tenths with them.
+_warm()
 gc.collect()
 gc.freeze()
 
