@@ -176,7 +176,9 @@ BOTH_PATHS = ("forgery", "resource", "boundary")
 # its longest cell 1.7 s, its kernel up in 0.6 s) and for the attacks that must still finish a cell under load (the
 # fork bomb forks beside its own busy children; a 6 s cell limit was too short on a loaded machine): a cell 10 s, a
 # submission 20 s (the infinite loop's twin needs its other cells, about 4.5 s quiet, beside one cell limit), a kernel
-# that never answers 5 s.
+# that never answers 5 s. A cohort without runaway or resource attacks (the decoder's boundary attacks) is graded with
+# the course's own limits: its budget follows the solution's measured time (8 s quiet for the decoder, 20 s not
+# enough on a loaded machine).
 HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 20\nc.Execute.startup_timeout = 5\n"
 
 
@@ -199,8 +201,6 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text(canary["ssh"])
     (course / "instructor_notes.txt").write_text(canary["notes"])
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write(HOSTILE_LIMITS)
     listener = Listener(scratch)
     context = Context(course=str(course), home=str(home), tcp_port=listener.tcp.getsockname()[1],
                       udp_port=listener.udp.getsockname()[1], unix_path=listener.unix_path,
@@ -210,6 +210,9 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     cohort = hw.planted.hostile_cohort(hw, context)
     for h in cohort:
         h.submission.write(hw)
+    if any(h.group in ("runaway", "resource") for h in cohort):  # short limits, for the attacks that use them up
+        with open(course / "nbgrader_config.py", "a") as config:
+            config.write(HOSTILE_LIMITS)
     # PYTHONDONTWRITEBYTECODE: `python -m coursekit` (the instructor's side, outside the sandbox) imports the course
     # copy's own coursekit/; its bytecode cache would be a change to the tree that no submission made.
     env = venv_env(HOME=str(home), COURSE_API_TOKEN=canary["token"], PYTHONDONTWRITEBYTECODE="1")
