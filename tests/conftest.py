@@ -112,3 +112,21 @@ def _build_site(folder: Path) -> dict:
     assert proc.returncode == 0, f"book build failed\n{log[-8000:]}"
     return {"root": course, "html": course / "_build" / "html", "log": log, "cache_log": cache.stdout + cache.stderr}
 
+
+def hostile_run(name: str):
+    """A generator for a module fixture: an assignment's hostile cohort planted and graded on both paths in a fresh
+    course copy outside /tmp (the sandbox replaces /tmp with its own), as ``report.grade_hostile`` does for the
+    book's table; yields its run with the assignment, the course root and the rows; removes the copy afterwards."""
+    import tempfile
+
+    from coursekit.commands import report
+
+    base = Path(tempfile.mkdtemp(prefix=f"hostile-{name}-", dir="/var/tmp"))
+    try:
+        hw = Course.load(copy_course(base / "course")).assignment(name)
+        report.prepare(hw)
+        run = report.grade_hostile(hw, base / "scratch")
+        rows = report.hostile_rows_both_paths(hw, run)
+        yield {**run, "hw": hw, "course": hw.course.root, "rows": rows, "by_student": {r["student"]: r for r in rows}}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

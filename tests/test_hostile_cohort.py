@@ -29,16 +29,11 @@ the transformers homework's (``assignments/transformers/grading/planted.py``): t
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
 import pytest
 
-from conftest import ASSIGNMENT, COURSE, copy_course
+from conftest import ASSIGNMENT, COURSE, hostile_run
 from coursekit import leaks
 from coursekit.commands import report
-from coursekit.course import Course
 from coursekit.notebook import secret_lines
 from coursekit.planting import Context, shown_student_text
 
@@ -47,19 +42,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def hostile():
-    base = Path(tempfile.mkdtemp(prefix="hostile-", dir="/var/tmp"))  # outside the sandbox's own /tmp
-    try:
-        hw = Course.load(copy_course(base / "course")).assignment(ASSIGNMENT)
-        report.prepare(hw)
-        run = report.grade_hostile(hw, base / "scratch")
-        rows = report.hostile_rows_both_paths(hw, run)
-        course = hw.course.root
+    for run in hostile_run(ASSIGNMENT):
         print(f"\nhostile cohort: {len(run['cohort'])} submissions; autograde "
               + ", ".join(f"{r['seconds']:.0f} s" for r in run["runs"]))
         print(run["runs"][1]["proc"].stdout[-5000:])  # the parallel run's summary: seconds and what it noted
-        yield {**run, "hw": hw, "course": course, "rows": rows, "by_student": {r["student"]: r for r in rows}}
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+        yield run
 
 
 def students(hostile, *groups) -> list[str]:

@@ -9,16 +9,11 @@ alone scores, and nothing of the hidden tests or of the student's exception reac
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
 import pytest
 
-from conftest import copy_course
+from conftest import hostile_run
 from coursekit import leaks
 from coursekit.commands import report
-from coursekit.course import Course
 from coursekit.notebook import secret_lines
 from coursekit.planting import shown_student_text
 
@@ -28,15 +23,7 @@ NAME = "decoder"
 
 @pytest.fixture(scope="module")
 def hostile():
-    base = Path(tempfile.mkdtemp(prefix="hostile-decoder-", dir="/var/tmp"))  # outside the sandbox's own /tmp
-    try:
-        hw = Course.load(copy_course(base / "course")).assignment(NAME)
-        report.prepare(hw)
-        run = report.grade_hostile(hw, base / "scratch")
-        rows = report.hostile_rows_both_paths(hw, run)
-        yield {**run, "hw": hw, "course": hw.course.root, "rows": rows}
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    yield from hostile_run(NAME)
 
 
 def test_every_attack_ran_on_both_paths_and_gained_nothing(hostile):
