@@ -26,11 +26,15 @@ def source_notebook(config, assignment: str, notebook: str) -> Path:
     return Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / f"{notebook}.ipynb"
 
 
-def grading_plan(db_url: str, notebook: str, assignment: str, source: Path):
+def grading_plan(db_url: str, notebook: str, assignment: str, source: Path, log=None):
     """The notebook's plan: the gradebook's cells, in the order of the source notebook."""
     from ..checker.plan import Plan, source_order
 
-    return Plan.from_gradebook(db_url, notebook, assignment, source_order(source))
+    order = source_order(source)
+    if not order and log is not None:
+        log.warning("%s: cannot be read; the checker runs the gradebook's cells by name, not in the source's order "
+                    "(a test may then run before the read-only cell it needs)", source)
+    return Plan.from_gradebook(db_url, notebook, assignment, order)
 
 
 def code_hash(nb) -> str:

@@ -73,7 +73,7 @@ class GradingExecute(Execute):
             plan, salt, seconds = Plan.from_notebook(nb), "0", sandbox.wall_limit_s
             return self.grade(nb, resources, plan, salt, time.monotonic() + seconds)
         source = budget.source_notebook(self.config, info["assignment"], info["notebook"])
-        plan = budget.grading_plan(info["db_url"], info["notebook"], info["assignment"], source)
+        plan = budget.grading_plan(info["db_url"], info["notebook"], info["assignment"], source, self.log)
         seconds = budget.budget(sandbox, source, self.log)
         salt = new_salt()
         nb.metadata.setdefault("coursekit", {})["salt"] = salt
