@@ -130,3 +130,20 @@ def hostile_run(name: str):
         yield {**run, "hw": hw, "course": hw.course.root, "rows": rows, "by_student": {r["student"]: r for r in rows}}
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+
+# Where the suite's time goes: with COURSE_TEST_TIMELINE=path, each test's start and end (wall clock, setup and
+# teardown included) and the xdist worker that ran it are appended to that file: a module's span on its worker shows
+# what it waited for and how the workers were balanced (`sort -k2 -n path`).
+_TIMELINE = os.environ.get("COURSE_TEST_TIMELINE")
+if _TIMELINE:
+    import time as _time
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        start = _time.time()
+        yield
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
+        with open(_TIMELINE, "a") as log:
+            log.write(f"{worker}\t{start:.1f}\t{_time.time():.1f}\t{item.nodeid}\n")
