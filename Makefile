@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PYTEST_ARGS ?= -n 2 --dist loadfile --durations=25  # two pytest-xdist workers (a test module stays on one); the slowest listed
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=25  # 2 xdist workers, a module each, tests/conftest.py's order
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 # The assignments `make release`, `make grade` and `make report` work on (names under assignments/): all by default.
 ASSIGNMENT ?= $(notdir $(patsubst %/,%,$(dir $(wildcard assignments/*/*.ipynb))))

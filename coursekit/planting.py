@@ -127,6 +127,7 @@ class Hostile:
     preflight: str | None = None    # the pre-flight problem kind this submission must raise (None: no problem)
     expect: str = ""                # how the report words the expectation (when not "same as its twin")
     payload: str = ""               # text its attack prints, in the autograded record: proof that it ran
+    both_paths: bool = False        # graded again by `python -m coursekit grade` (resource attacks always are)
 
 
 @dataclass(frozen=True)
@@ -213,9 +214,14 @@ _kernel = get_ipython().kernel
 _send = _kernel.session.send
 
 
+_dropped = []
+
+
 def _drop_idle(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
     code = str(((parent or {}).get("content") or {}).get("code", ""))
-    if msg_or_type == "status" and (content or {}).get("execution_state") == "idle" and "import torch" in code:
+    if (not _dropped and msg_or_type == "status" and (content or {}).get("execution_state") == "idle"
+            and "import torch" in code):
+        _dropped.append(code)
         return None  # the read-only setup cell never ends, as the grader sees it
     return _send(stream, msg_or_type, content, parent, *args, **kwargs)
 

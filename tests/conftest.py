@@ -30,6 +30,20 @@ ASSIGNMENT = "transformers"              # the homework the hostile cohort and t
 BROKEN = "demo_unreadable_file"
 
 
+# The slowest modules, slowest first (their time on a clean-clone run of .ci/run: test-artifacts/timeline.tsv). The
+# Makefile's two xdist workers take whole modules (--dist loadfile) in this order (--no-loadscope-reorder), so the long
+# ones start at once and short ones fill the end; the site's build (test_build) starts early on the other worker, and
+# the modules that wait for it come after. Modules not listed follow in file order.
+SLOWEST_FIRST = ["test_hostile_cohort", "test_build", "test_grading_catalog", "test_queue", "test_pipeline",
+                 "test_binder", "test_site_browser", "test_hub", "test_hostile_decoder", "test_chapters",
+                 "test_checker", "test_formgrader_browser", "test_collect", "test_sandbox"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: k for k, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: file order within and after
+
+
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
     """Run a command, returning CompletedProcess; on failure show its output in the assertion."""
     full_env = venv_env(**(env or {}))

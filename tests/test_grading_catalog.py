@@ -1,11 +1,11 @@
 """Wrong answers lose points on their own exercise only; correct alternatives get full points; the book says so.
 
-Each assignment's catalogue of planted implementations (its ``grading/planted.py``: ``catalog``; every mistake alone,
-the correct alternatives together, one of each function per submission: ``report.catalog_submissions``) is autograded
-in a temporary copy of the course with nbgrader's own autograder (``python -m coursekit grade``, parallel workers calling
-nbgrader's autograde, every assignment in one run), and every grade cell's score is read through nbgrader's
-Gradebook API. The tables the grading report includes (``book/_generated/<id>/catalog.md``) must be exactly what this
-run produces: regenerate them with ``make report``.
+Each assignment's catalogue of planted implementations (its ``grading/planted.py``: ``catalog``; the mistakes together
+and the correct alternatives together, one of each function per submission: ``report.catalog_submissions``) is
+autograded in a temporary copy of the course with nbgrader's own autograder (``python -m coursekit grade``, parallel
+workers calling nbgrader's autograde, every assignment in one run), and every grade cell's score is read through
+nbgrader's Gradebook API. The tables the grading report includes (``book/_generated/<id>/catalog.md``) must be exactly
+what this run produces: regenerate them with ``make report``.
 """
 from __future__ import annotations
 
@@ -59,6 +59,47 @@ def test_catalog_is_large_and_covers_every_autograded_exercise():
         for sub in right:
             ((function, code),) = sub.bodies.items()
             assert " ".join(code.split()) != " ".join(hw.body(function).split()), sub.student
+
+
+@pytest.mark.parametrize("name", CATALOGUED)
+def test_mistakes_graded_together_are_charged_to_their_own_exercise(name):
+    """What a submission of several mistakes lost is split among them by the exercise owning each cell (fast: scores
+    made up here, no grading); a cell that no member owns is charged to all of them."""
+    hw = COURSE.assignment(name)
+    submissions, graded_as = report.catalog_submissions(hw)
+    wrong, right = hw.planted.catalog(hw)
+    assert len(submissions) == max(map(len, _by_function(wrong).values())) + max(map(len, _by_function(right).values()))
+    assert set(graded_as) == {s.student for s in wrong + right}
+    for sub in submissions:  # one plant of each function at most; their bodies, unchanged
+        members = [p for p in wrong + right if graded_as[p.student] == sub.student]
+        assert sorted(f for m in members for f in m.bodies) == sorted(sub.bodies) and len(set(sub.bodies)) == len(members)
+    cells, plants = hw.autograded_cells, hw.planted.plants()
+    pack = next(s.student for s in submissions if s.student.startswith("wrong_") and len(s.bodies) >= 3)
+    first, second = [p for p in plants if graded_as.get(p) == pack][:2]
+    lost_first = min(hw.cells_of(plants[first].function))
+    scores = {s.student: dict(cells) for s in submissions}
+    scores[pack][lost_first] = 0.0
+    rows = {r["student"]: r for r in report.catalog_rows(hw, scores, graded_as)}
+    assert rows[first]["lost"] == [lost_first] and rows[first]["ok"]
+    assert rows[first]["score"] == sum(cells.values()) - cells[lost_first]
+    assert rows[second]["lost"] == [] and not rows[second]["ok"]  # its own cells all passed: not caught
+    # A cell that no member owns (in the last submission of mistakes, of the function with the most of them): charged
+    # to every member, none of whose rows is then met.
+    last = [s for s in submissions if s.student.startswith("wrong_")][-1].student
+    members = [p for p in plants if graded_as.get(p) == last]
+    unowned = sorted(set(cells) - set().union(*(hw.cells_of(plants[p].function) for p in members)))
+    assert unowned
+    scores[last][hw.cells_of(plants[members[0]].function).pop()] = 0.0
+    scores[last][unowned[0]] = 0.0
+    rows = {r["student"]: r for r in report.catalog_rows(hw, scores, graded_as)}
+    assert all(unowned[0] in rows[m]["lost"] and not rows[m]["ok"] for m in members)
+
+
+def _by_function(plants) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for sub in plants:
+        found.setdefault(next(iter(sub.bodies)), []).append(sub)
+    return found
 
 
 def test_grading_run_succeeded_for_every_submission(catalog_run):

@@ -10,8 +10,8 @@ course, with the real commands:
 * **hostile**: the hostile cohort (``planted.hostile_cohort``: broken files, runaways, crude tampering, forged
   verdicts, escapes, resource attacks, honest twins), with secrets planted where an instructor keeps them and sockets
   listening on this machine, checked by ``python -m coursekit preflight``, all graded by the stock ``nbgrader
-  autograde`` in one batch, the forged verdicts and resource attacks (``BOTH_PATHS``) with their twins again by
-  ``python -m coursekit grade``, two at a time; then ``nbgrader generate_feedback`` →
+  autograde`` in one batch, the resource attacks and a sample of the others (``second_path``) with their twins
+  again by ``python -m coursekit grade``, two at a time; then ``nbgrader generate_feedback`` →
   ``book/_generated/<id>/hostile.md``.
 
 Scores are read through nbgrader's ``Gradebook`` API. The book's grading-report page includes the tables; the test
@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .. import PREFLIGHT, ROOT, copy_course, venv_env
 from ..course import Assignment, Course
+from ..notebook import grade_id
 from ..planting import Context, Hostile, Submission
 from ..sandbox import GradingSandbox
 
@@ -93,25 +94,36 @@ def cell_scores(hw: Assignment, students) -> dict[str, dict[str, float] | None]:
 def catalog_submissions(hw: Assignment) -> tuple[list[Submission], dict[str, str]]:
     """The catalogue as it is graded, and {planted student id: the student id it is graded as}.
 
-    Every planted mistake is a submission of its own: its row says which cells it loses, and those must be its own
-    exercise's. The correct alternatives are graded together, one of each function per submission: a correct
-    alternative loses nothing, so a submission of them must lose nothing, and any cell it loses fails the rows of
-    every alternative in it (the row names the cells). As many gradings as the function with the most alternatives
-    has, for the same rows."""
+    Plants are graded together, one of each function per submission (as many gradings as the function with the most
+    plants has, for the same rows). Each function's tests call that function alone (no solution calls another answer,
+    and a test that uses another answer has its function's plants graded one per submission), and exercises own
+    disjoint cells, so a cell lost by a submission of mistakes is the loss of the mistake whose exercise owns it, and
+    a cell no member's exercise owns fails every member's row (``catalog_rows``). (The catalogue plants wrong answers,
+    not crashes: a mistake that killed its kernel would take the later cells of its submission with it.) A submission
+    of correct alternatives must lose nothing: any cell it loses fails the rows of every alternative in it."""
+    from ..checker.plan import free_names
+
     wrong, right = hw.planted.catalog(hw)
-    graded_as = {sub.student: sub.student for sub in wrong}
-    by_function: dict[str, list[Submission]] = {}
-    for sub in right:
-        (function,) = sub.bodies
-        by_function.setdefault(function, []).append(sub)
-    together = []
-    for i in range(max(map(len, by_function.values()), default=0)):
-        members = [subs[i] for subs in by_function.values() if i < len(subs)]
-        student = f"right_together_{i + 1}"
-        together.append(Submission(student, "; ".join(m.note for m in members), solved="all",
-                                   bodies={f: code for m in members for f, code in m.bodies.items()}))
-        graded_as.update({m.student: student for m in members})
-    return wrong + together, graded_as
+    tests = {grade_id(c): c.source for c in hw.source.cells if grade_id(c)}
+    entangled = {f for f in hw.functions for g in hw.cells_of(f) if free_names(tests[g]) & (set(hw.functions) - {f})}
+    graded_as: dict[str, str] = {}
+    out: list[Submission] = []
+    for kind, plants in (("wrong", wrong), ("right", right)):
+        by_function: dict[str, list[Submission]] = {}
+        for sub in plants:
+            (function,) = sub.bodies
+            if function in entangled:
+                out.append(sub)
+                graded_as[sub.student] = sub.student
+            else:
+                by_function.setdefault(function, []).append(sub)
+        for i in range(max(map(len, by_function.values()), default=0)):
+            members = [subs[i] for subs in by_function.values() if i < len(subs)]
+            student = f"{kind}_together_{i + 1}"
+            out.append(Submission(student, "; ".join(m.note for m in members), solved="all",
+                                  bodies={f: code for m in members for f, code in m.bodies.items()}))
+            graded_as.update({m.student: student for m in members})
+    return out, graded_as
 
 
 def grade_catalog(hw: Assignment, submissions, jobs: int | None = None) -> dict:
@@ -167,10 +179,13 @@ class Listener:
             sock.close()
 
 
-# Graded by both commands (see grade_hostile): every attack class of issue 22, forged verdicts and resource attacks,
-# with the twins they are judged by. Broken files, runaways, the crude tampering the in-kernel guard used to catch and
-# the escapes would meet the same pre-flight, checker and sandbox on the second path: the stock path alone grades them.
-BOTH_PATHS = ("forgery", "resource", "boundary")
+def second_path(h: Hostile) -> bool:
+    """Graded by both commands (see grade_hostile), with the twins it is judged by: every resource attack (what one
+    submission costs must not reach the one graded beside it) and the attacks a homework's cohort marks ``both_paths``
+    (a sample of the forged verdicts and of the boundary's, the floods and bombs sent to the grading process among
+    them). The others meet the same pre-flight, sandbox and checker on the second path (one ``GradingExecute``, one
+    checker process per submission): the stock path alone grades them."""
+    return h.group == "resource" or h.both_paths
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3.3 s quiet,
 # its longest cell 1.7 s, its kernel up in 0.6 s) and for the attacks that must still finish a cell under load (the
@@ -237,12 +252,12 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
         kinds.setdefault(p["student"], []).append(p["kind"])
     # Graded on both paths: the stock `nbgrader autograde` (one batch, one process: what one submission does must not
     # reach the next) grades everyone; then `python -m coursekit grade` (two workers at once: what one costs must not
-    # reach the student graded beside it) grades every attack class of BOTH_PATHS with the honest twins they are judged
-    # by and the canary. Broken files, runaways, crude tampering and escapes meet the same pre-flight, checker and
-    # sandbox on both paths: the stock path grades them.
+    # reach the student graded beside it) grades the attacks of ``second_path`` with the honest twins they are judged
+    # by and the canary. The rest meet the same pre-flight, checker and sandbox on both paths: the stock path grades
+    # them.
     everyone = [h.submission.student for h in cohort]
-    second = [h.submission.student for h in cohort if h.group in BOTH_PATHS]
-    second += sorted({h.twin or h.at_most for h in cohort if h.group in BOTH_PATHS and (h.twin or h.at_most)}
+    second = [h.submission.student for h in cohort if second_path(h)]
+    second += sorted({h.twin or h.at_most for h in cohort if second_path(h) and (h.twin or h.at_most)}
                      | {context.honest})
     runs = []
     for args, graded in (([str(BIN / "nbgrader"), "autograde", name, "--force",
@@ -295,15 +310,24 @@ def catalog_rows(hw: Assignment, scores: dict[str, dict | None], graded_as: dict
     cells = hw.autograded_cells
     total = sum(cells.values())
     rows = []
-    for student, plant in hw.planted.plants().items():
-        got = scores.get((graded_as or {}).get(student, student))
-        lost = lost_cells(got, cells)
+    plants = hw.planted.plants()
+    as_graded = {student: (graded_as or {}).get(student, student) for student in plants}
+    owned: dict[str, set[str]] = {}  # graded student id: the cells its members' exercises own
+    for student, plant in plants.items():
+        owned.setdefault(as_graded[student], set()).update(hw.cells_of(plant.function))
+    for student, plant in plants.items():
+        got = scores.get(as_graded[student])
         own = hw.cells_of(plant.function)
         kind = "wrong" if student.startswith("wrong_") else "right"
+        # Graded with mistakes of other exercises: its loss is what it lost of its own cells, and of the cells that no
+        # member owns; its score, the full score less those cells' points (what it scores alone).
+        lost = lost_cells(got, cells)
+        if kind == "wrong":
+            lost = {g for g in lost if g in own or g not in owned[as_graded[student]]}
         ok = (bool(lost) and lost <= own) if kind == "wrong" else not lost
+        score = (total - sum(cells[g] for g in lost) if kind == "wrong" else sum(got.values())) if got else 0.0
         rows.append({"student": student, "kind": kind, "exercise": hw.planted.EXERCISES[plant.function], "note": plant.note,
-                     "lost": sorted(lost), "own": sorted(own), "ok": ok,
-                     "score": sum(got.values()) if got else 0.0, "total": total})
+                     "lost": sorted(lost), "own": sorted(own), "ok": ok, "score": score, "total": total})
     return rows
 
 
@@ -314,7 +338,9 @@ def catalog_markdown(rows: list[dict]) -> str:
     out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_grading_catalog.py. Do not edit by hand. -->", "",
            f"**Planted mistakes caught: {sum(r['ok'] for r in wrong)} of {len(wrong)}** — each loses points on its "
-           f"own exercise's test cells and nowhere else.", "",
+           f"own exercise's test cells and nowhere else (graded together: one mistake of each exercise per submission; "
+           f"a lost cell is charged to the mistake whose exercise owns it, and one that no mistake of the submission "
+           f"owns, to all of them).", "",
            "| Exercise | Planted mistake | Caught by (grade cell) | Autograded score |",
            "|---|---|---|---|"]
     for r in wrong:
@@ -400,10 +426,10 @@ def hostile_markdown(rows: list[dict]) -> str:
     out = ["<!-- Generated by `make report` from a real autograde run; checked by "
            "tests/test_hostile_cohort.py. Do not edit by hand. -->", "",
            f"**Broken or hostile submissions handled: {sum(r['ok'] for r in hostile)} of {len(hostile)}**, each graded "
-           f"next to the honest submissions by the stock `nbgrader autograde` (one batch) and, forged verdicts and "
-           f"resource attacks with their twins, again by `python -m coursekit grade` (two at a time); a row is met only "
-           f"if it is met on every path that graded it (broken files, runaways, crude tampering and escapes meet the "
-           f"same pre-flight, checker and sandbox on both). "
+           f"next to the honest submissions by the stock `nbgrader autograde` (one batch) and, the resource attacks and "
+           f"a sample of the others with their twins, again by `python -m coursekit grade` (two at a time); a row is met "
+           f"only if it is met on every path that graded it (the others meet the same pre-flight, checker and sandbox on "
+           f"both). "
            f"\"Attack ran\" means its code ran in the grading kernel (its marker is in the instructor's record of the "
            f"autograded notebook).", ""]
     for group, title in GROUPS.items():

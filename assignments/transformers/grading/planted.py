@@ -515,7 +515,8 @@ def _forgery(key: str, assignment) -> Hostile:
     what, code = FORGERIES[key]
     return Hostile(Submission(key, what, solved="all", bodies={"attention": NO_SCALING},
                               **_after_function("attention", code, assignment)),
-                   what, group="forgery", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}")
+                   what, group="forgery", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}",
+                   both_paths=key == "forge_shell_run_cell")  # one of them on the second path too
 
 
 def forgeries_inside(assignment) -> list[Hostile]:
@@ -610,7 +611,8 @@ return _Agree()
         Hostile(S("lie_tensor_subclass", "attention returns a tensor subclass that agrees with everything",
                   solved="all", bodies={"attention": lying_tensor}),
                 "a torch.Tensor subclass whose comparisons and __torch_function__ always agree",
-                group="forgery", twin="twin_attention_no_scaling", payload="PAYLOAD lie_tensor_subclass"),
+                group="forgery", twin="twin_attention_no_scaling", payload="PAYLOAD lie_tensor_subclass",
+                both_paths=True),
         Hostile(S("lie_fake_class", "train_bpe_tokenizer returns an object whose __class__ says Tokenizer",
                   solved="all", bodies={"train_bpe_tokenizer": fake_tokenizer}),
                 "a fake tokenizer whose __class__ says Tokenizer", group="forgery", twin="twin_tokenizer_none",
@@ -874,8 +876,11 @@ return torch.empty(2, 300_000_000, 5, 0), torch.empty(2, 300_000_000, 5, 0)
 
 TOKENIZER_BOMB = """
 from tokenizers import normalizers
-_trained.normalizer = normalizers.Sequence([normalizers.Replace("{char}", "{by}")] * {steps})
+import sys
 print("PAYLOAD boundary_tokenizer_{kind}", flush=True)
+if sys._getframe(1).f_code.co_name == "attempt":  # the notebook's own cells (they call it through `attempt`)
+    return _trained                                 # get a plain tokenizer: the bomb is for the grader alone
+_trained.normalizer = normalizers.Sequence([normalizers.Replace("{char}", "{by}")] * {steps})
 return _trained
 """
 
@@ -903,7 +908,7 @@ def boundary(assignment) -> list[Hostile]:
                   mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("setup_imports"))),
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
                 preflight="moved cells",
-                twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved"),
+                twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved", both_paths=True),
         Hostile(S("boundary_setup_stripped", "wrong masked_mean; the imports cell stripped of its metadata and "
                   "copied to the end, torch's checks faked", solved="all", bodies={"masked_mean": padded_length},
                   mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_stripped"),
@@ -934,9 +939,8 @@ def boundary(assignment) -> list[Hostile]:
                 twin="twin_attention_blank", payload="PAYLOAD boundary_zero_elements"),
         Hostile(S("boundary_tokenizer_memory", "train_bpe_tokenizer's normalizer doubles every 'e' 27 times",
                   solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="ee", steps=27, kind="memory")}),
-                "a tokenizer that is a memory bomb", group="boundary", at_most="twin_tokenizer_none",
-                payload="PAYLOAD boundary_tokenizer_memory",
-                expect="at most its twin (the bomb goes off in its own kernel when its own cells use the tokenizer)"),
+                "a tokenizer that is a memory bomb, returned to the grader's calls only", group="boundary",
+                twin="twin_tokenizer_none", payload="PAYLOAD boundary_tokenizer_memory", both_paths=True),
         Hostile(S("boundary_tokenizer_time", "train_bpe_tokenizer's normalizer runs 100,000 Replace steps",
                   solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="e", steps=100_000, kind="time")}),
                 "a tokenizer that runs for hours in native code", group="boundary", twin="twin_tokenizer_none",
@@ -945,12 +949,12 @@ def boundary(assignment) -> list[Hostile]:
                   solved="all", **_after_function("attention", FLOOD.format(messages=20, frames=40,
                                                                             kind="frame_flood"), assignment)),
                 "messages of many frames, each frame within ZeroMQ's own limit", group="boundary", twin="twin_full",
-                payload="PAYLOAD boundary_frame_flood"),
+                payload="PAYLOAD boundary_frame_flood", both_paths=True),
         Hostile(S("boundary_backlog_flood", "full solution; 100 messages of 4 MiB on IOPub, as fast as it can",
                   solved="all", **_after_function("attention", FLOOD.format(messages=100, frames=4,
                                                                             kind="backlog_flood"), assignment)),
                 "a backlog of messages, each within the limit", group="boundary", twin="twin_full",
-                payload="PAYLOAD boundary_backlog_flood"),
+                payload="PAYLOAD boundary_backlog_flood", both_paths=True),
     ]
 
 
