@@ -467,3 +467,22 @@ def test_feedback_shows_the_checkers_summary_and_no_hidden_input(config, tmp_pat
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_grading_server_preloads_what_the_instructors_read_only_cells_import(tmp_path):
+    """The forkserver imports once what the checker's read-only cells import in every child; only read-only cells of
+    the source notebooks count (a solution cell's import is the student's business), and a broken file is skipped."""
+    from coursekit.autograde.child import _setup_imports
+
+    names = _setup_imports(ROOT)
+    assert {"torch", "matplotlib.pyplot", "ipywidgets", "tokenizers"} <= set(names), names
+    folder = tmp_path / "assignments" / "x"
+    folder.mkdir(parents=True)
+    locked = {"nbgrader": {"locked": True, "grade_id": "setup"}}
+    solution = {"nbgrader": {"solution": True, "grade_id": "sol"}}
+    (folder / "x.ipynb").write_text(json.dumps({"cells": [
+        {"cell_type": "code", "metadata": locked, "source": "import colorsys\nfrom email import message\nfrom . import y"},
+        {"cell_type": "code", "metadata": solution, "source": "import wave"},
+        {"cell_type": "code", "metadata": locked, "source": "this is not python"}]}))
+    (folder / "broken.ipynb").write_text("{")
+    assert _setup_imports(tmp_path) == ["colorsys", "email"]
