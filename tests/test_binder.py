@@ -95,6 +95,17 @@ def _open_and_run_all(binder, chapter: str, what: str):
     return page, source, shot
 
 
+def _kernel_idle(lab, path: str, timeout: float = UI_TIMEOUT_MS / 1000) -> None:
+    """Wait until the kernel of the notebook at ``path`` has started and is idle (the server's own view)."""
+    deadline, states = time.monotonic() + timeout, []
+    while time.monotonic() < deadline:
+        states = [s["kernel"]["execution_state"] for s in lab.api("GET", "sessions") if s.get("path") == path]
+        if states == ["idle"]:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the kernel of {path} did not become idle: {states}")
+
+
 def _close(binder, page) -> None:
     """Close a notebook page and shut its kernel down, and every other kernel but those of the pages handed over to
     later tests (``binder["ran"]``)."""
@@ -190,6 +201,7 @@ def test_chapter_launch_path_opens_as_notebook_and_runs(binder, chapter):
         assert state["kernel"].startswith("Python 3"), f"kernel: {state['kernel']!r}"
         _assert_reads_like_the_page(page, binder["course"] / source, markdown_cells, timeout_shot)
         if chapter not in RUN:
+            _kernel_idle(lab, source)  # shut down once started (a kernel shut down while it starts can stall the server)
             assert recorder.external[external_before:] == [], recorder.external[external_before:]
             return
 
