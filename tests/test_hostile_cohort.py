@@ -17,13 +17,13 @@ and Unix sockets listening on this machine:
 
 → ``nbgrader autograde`` refuses the raw folder (links, FIFO) → ``python -m coursekit preflight`` → every submission
 graded by the stock ``nbgrader autograde`` on the checked copy (one batch, one process: what one submission does must
-not reach the next), then every resource attack and a sample of the others (forged verdicts, the floods and bombs sent
-to the grading process) again, with the honest twins they are judged by, by ``python -m coursekit grade --force`` (two
-workers at once: what one costs must not reach the student graded beside it) → ``nbgrader generate_feedback``. Every
-attack is shown to have run on each path that graded it (its marker in the instructor's record), and each scores exactly
-what its honest twin scores (forgeries, escapes) or at most that (resources: they may cost only their author); honest
-students get exactly their expected scores, the same on both paths; no secret and no hidden-test line reaches any output
-or feedback; the course tree is unchanged; nothing started by a submission outlives grading; no socket was reached.
+not reach the next), then every resource and boundary attack and a sample of the forged verdicts again, with the honest
+twins they are judged by, by ``python -m coursekit grade --force`` (two workers at once: what one costs must not reach
+the student graded beside it) → ``nbgrader generate_feedback``. Every attack is shown to have run on each path that
+graded it (its marker in the instructor's record), and each scores exactly what its honest twin scores (forgeries,
+escapes) or at most that (resources: they may cost only their author); honest students get exactly their expected
+scores, the same on both paths; no secret and no hidden-test line reaches any output or feedback; the course tree is
+unchanged; nothing started by a submission outlives grading; no socket was reached.
 The table on the book's grading-report page is what this run produces (``make report`` regenerates it). The cohort is
 the transformers homework's (``assignments/transformers/grading/planted.py``): the grader, not the homework, is tested.
 """
@@ -89,8 +89,8 @@ def test_every_submission_is_graded_and_the_resource_attacks_and_a_sample_on_bot
     stock, parallel = (set(run["graded"]) for run in hostile["runs"])
     assert stock == everyone
     attacks = [h for h in hostile["cohort"] if report.second_path(h)]
-    assert {"resource", "forgery", "boundary"} <= {h.group for h in attacks} and len(attacks) >= 10
-    assert all(report.second_path(h) for h in hostile["cohort"] if h.group == "resource")
+    assert {"resource", "forgery", "boundary"} <= {h.group for h in attacks} and len(attacks) >= 15
+    assert all(report.second_path(h) for h in hostile["cohort"] if h.group in ("resource", "boundary"))
     judges = {h.twin or h.at_most for h in attacks} - {None}
     assert {h.submission.student for h in attacks} | judges | {hostile["context"].honest} == parallel
     assert hostile["feedback"].returncode == 0, hostile["feedback"].stderr[-3000:]

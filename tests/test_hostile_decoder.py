@@ -3,8 +3,8 @@
 The decoder homework's ``hostile_cohort`` (``assignments/decoder/grading/planted.py``): its read-only setup cell moved
 to the end with a torch whose checks always agree defined first, its toy-batch cell stripped of its metadata and
 duplicated, and an exception whose class name carries ``perplexity``'s hidden input. Each is graded by the stock
-``nbgrader autograde``, and the first by ``python -m coursekit grade --jobs 2`` too (``report.grade_hostile``, as for
-the first homework), with an honest student graded after the attackers: every attack ran, scores exactly what its wrong
+``nbgrader autograde`` and by ``python -m coursekit grade --jobs 2`` (``report.grade_hostile``, as for the first
+homework), with an honest student graded after the attackers: every attack ran, scores exactly what its wrong
 answer alone scores, and nothing of the hidden tests or of the student's exception reaches feedback.
 """
 from __future__ import annotations
@@ -26,11 +26,11 @@ def hostile():
     yield from hostile_run(NAME)
 
 
-def test_every_attack_ran_and_gained_nothing(hostile):
+def test_every_attack_ran_on_both_paths_and_gained_nothing(hostile):
     for run in hostile["runs"]:
         assert run["proc"].returncode == 0, run["proc"].stderr[-6000:]
     attacks = [r for r in hostile["rows"] if r["group"] == "boundary"]
-    assert len(attacks) == 3 and [r["student"] for r in attacks if r["paths"] == 2] == ["boundary_setup_moved"]
+    assert len(attacks) == 3 and all(r["paths"] == 2 for r in attacks)
     bad = [r for r in hostile["rows"] if not r["ok"]]
     assert not bad, "\n".join(f"{r['student']}: lost {r['lost']}, expected {r['expected']}; ran: {r['ran']}"
                               for r in bad)

@@ -205,7 +205,7 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
                 preflight="moved cells",
                 fails=frozenset({"decoder_mask_padding"}), payload="PAYLOAD boundary_setup_moved",
-                expect="zero on decoder_mask_padding, as the same mask alone", both_paths=True),
+                expect="zero on decoder_mask_padding, as the same mask alone"),
         Hostile(S("boundary_setup_stripped", "unscaled logits; the toy batch cell stripped of its metadata and "
                   "copied to the end, torch's checks faked", solved="all",
                   bodies={"tied_logits": by_key["logits_unscaled"].code},

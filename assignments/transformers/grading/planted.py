@@ -908,7 +908,7 @@ def boundary(assignment) -> list[Hostile]:
                   mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("setup_imports"))),
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
                 preflight="moved cells",
-                twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved", both_paths=True),
+                twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved"),
         Hostile(S("boundary_setup_stripped", "wrong masked_mean; the imports cell stripped of its metadata and "
                   "copied to the end, torch's checks faked", solved="all", bodies={"masked_mean": padded_length},
                   mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_stripped"),
@@ -940,7 +940,7 @@ def boundary(assignment) -> list[Hostile]:
         Hostile(S("boundary_tokenizer_memory", "train_bpe_tokenizer's normalizer doubles every 'e' 27 times",
                   solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="ee", steps=27, kind="memory")}),
                 "a tokenizer that is a memory bomb, returned to the grader's calls only", group="boundary",
-                twin="twin_tokenizer_none", payload="PAYLOAD boundary_tokenizer_memory", both_paths=True),
+                twin="twin_tokenizer_none", payload="PAYLOAD boundary_tokenizer_memory"),
         Hostile(S("boundary_tokenizer_time", "train_bpe_tokenizer's normalizer runs 100,000 Replace steps",
                   solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="e", steps=100_000, kind="time")}),
                 "a tokenizer that runs for hours in native code", group="boundary", twin="twin_tokenizer_none",
@@ -949,12 +949,13 @@ def boundary(assignment) -> list[Hostile]:
                   solved="all", **_after_function("attention", FLOOD.format(messages=20, frames=40,
                                                                             kind="frame_flood"), assignment)),
                 "messages of many frames, each frame within ZeroMQ's own limit", group="boundary", twin="twin_full",
-                payload="PAYLOAD boundary_frame_flood", both_paths=True),
-        Hostile(S("boundary_backlog_flood", "full solution; 100 messages of 4 MiB on IOPub, as fast as it can",
-                  solved="all", **_after_function("attention", FLOOD.format(messages=100, frames=4,
+                payload="PAYLOAD boundary_frame_flood"),
+        Hostile(S("boundary_backlog_flood", "full solution; 40 messages of 4 MiB on IOPub (2.5 times what the grader "
+                  "queues), as fast as it can",
+                  solved="all", **_after_function("attention", FLOOD.format(messages=40, frames=4,
                                                                             kind="backlog_flood"), assignment)),
                 "a backlog of messages, each within the limit", group="boundary", twin="twin_full",
-                payload="PAYLOAD boundary_backlog_flood", both_paths=True),
+                payload="PAYLOAD boundary_backlog_flood"),
     ]
 
 
