@@ -186,15 +186,17 @@ def second_path(h: Hostile) -> bool:
     sandbox and checker on the second path (one ``GradingExecute``, one checker process per submission): the stock
     path alone grades them."""
     return h.group in ("resource", "boundary") or h.both_paths
+
+
 # The limits the hostile cohort is graded with (an instructor's nbgrader_config.py may set its own): short enough that
 # the runaway and resource attacks end soon, long enough for an honest submission on a busy machine (about 3.3 s quiet,
-# its longest cell 1.7 s, its kernel up in 0.6 s) and for the attacks that must still finish a cell under load (the
-# fork bomb forks beside its own busy children; a 6 s cell limit was too short on a loaded machine): a cell 10 s, a
+# its longest cell 1.7 s, its kernel up in 0.6 s) and for the attacks that must still finish a cell under load (the fork
+# bomb forks beside its own busy children; a 6 s cell limit was too short on a loaded machine): a cell 10 s, a
 # submission 20 s (the infinite loop's twin needs its other cells, about 4.5 s quiet, beside one cell limit), a kernel
-# that never answers 5 s. A cohort without runaway or resource attacks (the decoder's boundary attacks) is graded with
-# the course's own limits: its budget follows the solution's measured time (8 s quiet for the decoder, 20 s not
-# enough on a loaded machine).
-HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 20\nc.Execute.startup_timeout = 5\n"
+# that never answers 10 s (5 s was too short for an honest kernel to start at a load average of 8 on two cores). A
+# cohort without runaway or resource attacks (the decoder's boundary attacks) is graded with the course's own limits:
+# its budget follows the solution's measured time (8 s quiet for the decoder, 20 s not enough on a loaded machine).
+HOSTILE_LIMITS = "\nc.Execute.timeout = 10\nc.GradingSandbox.wall_limit_s = 20\nc.Execute.startup_timeout = 10\n"
 
 
 def tree(course: Path) -> dict[str, str]:
