@@ -127,7 +127,7 @@ class Hostile:
     preflight: str | None = None    # the pre-flight problem kind this submission must raise (None: no problem)
     expect: str = ""                # how the report words the expectation (when not "same as its twin")
     payload: str = ""               # text its attack prints, in the autograded record: proof that it ran
-    both_paths: bool = False        # graded again by `python -m coursekit grade` (resource attacks always are)
+    both_paths: bool = False        # graded again by `coursekit grade` (resource and boundary attacks always are)
 
 
 @dataclass(frozen=True)
