@@ -16,7 +16,53 @@ EXERCISES = {  # function -> how the report names its exercise
     "tied_logits": "2 tied_logits",
     "next_token_loss": "3 next_token_loss",
     "perplexity": "4 perplexity",
+    "decoder_block": "6 decoder_block",
+    "decode_step": "7 decode_step",
+    "sample_tokens": "8 sample_tokens",
 }
+
+# The reference block and cached step, as plain text the plants below change one line of.
+_BLOCK = """
+    batch, length, d = x.shape
+    width = d // n_heads
+    normed = F.layer_norm(x, (d,), weights["norm1.weight"], weights["norm1.bias"])
+    qkv = F.linear(normed, weights["self_attn.in_proj_weight"], weights["self_attn.in_proj_bias"])
+    q, k, v = (t.reshape(batch, length, n_heads, width).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(width)).masked_fill(mask[:, None], float("-inf"))
+    heads = torch.softmax(scores, dim=-1) @ v
+    attended = heads.transpose(1, 2).reshape(batch, length, d)
+    h = x + F.linear(attended, weights["self_attn.out_proj.weight"], weights["self_attn.out_proj.bias"])
+    normed = F.layer_norm(h, (d,), weights["norm2.weight"], weights["norm2.bias"])
+    hidden = torch.relu(F.linear(normed, weights["linear1.weight"], weights["linear1.bias"]))
+    return h + F.linear(hidden, weights["linear2.weight"], weights["linear2.bias"])
+"""
+
+_STEP = """
+    embedding = weights["embedding"]
+    d = embedding.shape[1]
+    width = d // n_heads
+    x = embedding[token] + weights["positions"][position]
+    new_cache = []
+    for layer, past in zip(weights["layers"], cache):
+        normed = F.layer_norm(x, (d,), layer["norm1.weight"], layer["norm1.bias"])
+        q, k, v = F.linear(normed, layer["self_attn.in_proj_weight"], layer["self_attn.in_proj_bias"]).reshape(
+            3, n_heads, 1, width)
+        keys, values = torch.cat([past["k"], k], dim=1), torch.cat([past["v"], v], dim=1)
+        new_cache.append({"k": keys, "v": values})
+        attention = torch.softmax(q @ keys.transpose(1, 2) / math.sqrt(width), dim=-1)
+        attended = (attention @ values).reshape(d)
+        x = x + F.linear(attended, layer["self_attn.out_proj.weight"], layer["self_attn.out_proj.bias"])
+        normed = F.layer_norm(x, (d,), layer["norm2.weight"], layer["norm2.bias"])
+        x = x + F.linear(torch.relu(F.linear(normed, layer["linear1.weight"], layer["linear1.bias"])),
+                         layer["linear2.weight"], layer["linear2.bias"])
+    x = F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"])
+    return embedding @ x / math.sqrt(d), new_cache
+"""
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
 
 WRONG = [
     # ---- Exercise 1: decoder_mask ------------------------------------------------------------------------------
@@ -100,6 +146,28 @@ WRONG = [
         real = targets != pad_id
         return -(picked * real).sum() / real.sum()
     """),
+    Plant("loss_no_gradient", "next_token_loss", "the right value through .item(), re-wrapped in torch.tensor (no gradient)", """
+        log_probs = torch.log_softmax(logits[:, :-1], dim=-1)
+        targets = ids[:, 1:]
+        picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        real = targets != pad_id
+        return torch.tensor((-(picked * real).sum() / real.sum()).item())
+    """),
+    Plant("loss_per_sequence_mean", "next_token_loss", "the mean of each sequence's mean (not over all real targets)", """
+        log_probs = torch.log_softmax(logits[:, :-1], dim=-1)
+        targets = ids[:, 1:]
+        picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        real = targets != pad_id
+        return (-(picked * real).sum(1) / real.sum(1)).mean()
+    """),
+    Plant("loss_view", "next_token_loss", "flattens logits[:, :-1] with .view (fails for a batch of more than one)", """
+        V = logits.shape[-1]
+        flat = logits[:, :-1].view(-1, V)
+        targets = ids[:, 1:].reshape(-1)
+        costs = -torch.log_softmax(flat, dim=-1).gather(1, targets[:, None])[:, 0]
+        real = targets != pad_id
+        return costs[real].mean()
+    """),
     # ---- Exercise 4: perplexity --------------------------------------------------------------------------------
     Plant("perplexity_base_2", "perplexity", "2 to the loss (as if the loss were in bits)", """
         return 2.0 ** float(mean_loss)
@@ -109,6 +177,85 @@ WRONG = [
     """),
     Plant("perplexity_log", "perplexity", "the log of the loss instead of its exponential", """
         return math.log(float(mean_loss)) if float(mean_loss) > 0 else 1.0
+    """),
+    # ---- Exercise 6: decoder_block ---------------------------------------------------------------------------
+    Plant("block_post_norm", "decoder_block", "post-norm: LayerNorm after each residual (chapter 4's layer)",
+          _edit(_edit(_edit(_BLOCK, 'normed = F.layer_norm(x, (d,), weights["norm1.weight"], weights["norm1.bias"])', 'normed = x'),
+                      'normed = F.layer_norm(h, (d,), weights["norm2.weight"], weights["norm2.bias"])',
+                      'h = F.layer_norm(h, (d,), weights["norm1.weight"], weights["norm1.bias"]); normed = h'),
+                'return h + F.linear(hidden, weights["linear2.weight"], weights["linear2.bias"])',
+                'return F.layer_norm(h + F.linear(hidden, weights["linear2.weight"], weights["linear2.bias"]), (d,), '
+                'weights["norm2.weight"], weights["norm2.bias"])')),
+    Plant("block_no_residual", "decoder_block", "no residual around the attention",
+          _edit(_BLOCK, "h = x + F.linear(attended", "h = F.linear(attended")),
+    Plant("block_scale_by_d", "decoder_block", "scores divided by sqrt(d), not sqrt(d / n_heads)",
+          _edit(_BLOCK, "math.sqrt(width)", "math.sqrt(d)")),
+    Plant("block_heads_wrong_split", "decoder_block", "heads split by reshape (B, H, L, d/H) without the transpose",
+          _edit(_edit(_BLOCK, "t.reshape(batch, length, n_heads, width).transpose(1, 2)", "t.reshape(batch, n_heads, length, width)"),
+                "heads.transpose(1, 2).reshape(batch, length, d)", "heads.reshape(batch, length, d)")),
+    Plant("block_mask_ignored", "decoder_block", "the mask is never applied",
+          _edit(_BLOCK, '.masked_fill(mask[:, None], float("-inf"))', "")),
+    Plant("block_mask_inverted", "decoder_block", "masks where the mask is False (the other convention, unconverted)",
+          _edit(_BLOCK, "masked_fill(mask[:, None]", "masked_fill(~mask[:, None]")),
+    Plant("block_gelu", "decoder_block", "GELU in the MLP instead of ReLU (the layer's default)",
+          _edit(_BLOCK, "torch.relu(", "F.gelu(")),
+    # ---- Exercise 7: decode_step ------------------------------------------------------------------------------
+    Plant("step_ignores_cache", "decode_step", "attends only its own key and value (the cache is not used)",
+          _edit(_STEP, 'torch.cat([past["k"], k], dim=1), torch.cat([past["v"], v], dim=1)', "k, v")),
+    Plant("step_cache_not_extended", "decode_step", "attends the cache and itself, but returns the old cache",
+          _edit(_STEP, 'new_cache.append({"k": keys, "v": values})', "new_cache.append(past)")),
+    Plant("step_no_position", "decode_step", "no position vector added to the token's embedding",
+          _edit(_STEP, ' + weights["positions"][position]', "")),
+    Plant("step_caches_layer_input", "decode_step", "caches keys and values of the block's input, not of LayerNorm1's output", 
+          _edit(_STEP, 'keys, values = torch.cat([past["k"], k], dim=1), torch.cat([past["v"], v], dim=1)',
+                'own = F.linear(x, layer["self_attn.in_proj_weight"], layer["self_attn.in_proj_bias"]).reshape(3, n_heads, 1, width)\n'
+                '        keys, values = torch.cat([past["k"], own[1]], dim=1), torch.cat([past["v"], own[2]], dim=1)')),
+    Plant("step_no_final_norm", "decode_step", "no final LayerNorm before the tied output layer",
+          _edit(_STEP, 'x = F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"])\n', "")),
+    # ---- Exercise 8: sample_tokens ----------------------------------------------------------------------------
+    Plant("sample_times_temperature", "sample_tokens", "multiplies the logits by the temperature", """
+        if temperature == 0 or top_k == 1:
+            return logits.argmax().repeat(n)
+        scaled = logits * temperature
+        if top_k is not None:
+            scaled = scaled.masked_fill(scaled < torch.topk(scaled, top_k).values[-1], float("-inf"))
+        return torch.multinomial(torch.softmax(scaled, -1), n, replacement=True,
+                                 generator=torch.Generator().manual_seed(seed))
+    """),
+    Plant("sample_temperature_on_probs", "sample_tokens", "divides the probabilities by the temperature (no effect)", """
+        if temperature == 0 or top_k == 1:
+            return logits.argmax().repeat(n)
+        probs = torch.softmax(logits, -1) / temperature
+        if top_k is not None:
+            probs = probs.masked_fill(probs < torch.topk(probs, top_k).values[-1], 0.0)
+        return torch.multinomial(probs, n, replacement=True, generator=torch.Generator().manual_seed(seed))
+    """),
+    Plant("sample_top_k_off_by_one", "sample_tokens", "keeps the k + 1 largest logits", """
+        if temperature == 0 or top_k == 1:
+            return logits.argmax().repeat(n)
+        scaled = logits / temperature
+        if top_k is not None and top_k < len(scaled):
+            scaled = scaled.masked_fill(scaled < torch.topk(scaled, min(top_k + 1, len(scaled))).values[-1], float("-inf"))
+        return torch.multinomial(torch.softmax(scaled, -1), n, replacement=True,
+                                 generator=torch.Generator().manual_seed(seed))
+    """),
+    Plant("sample_global_generator", "sample_tokens", "ignores the seed (torch's global generator)", """
+        if temperature == 0 or top_k == 1:
+            return logits.argmax().repeat(n)
+        scaled = logits / temperature
+        if top_k is not None:
+            scaled = scaled.masked_fill(scaled < torch.topk(scaled, top_k).values[-1], float("-inf"))
+        return torch.multinomial(torch.softmax(scaled, -1), n, replacement=True)
+    """),
+    Plant("sample_always_greedy", "sample_tokens", "always the largest logit (greedy), whatever the temperature", """
+        return logits.argmax().repeat(n)
+    """),
+    Plant("sample_zero_temperature_nan", "sample_tokens", "no greedy case: temperature 0 divides by zero", """
+        scaled = logits / temperature if temperature else logits / 1e-300
+        if top_k is not None:
+            scaled = scaled.masked_fill(scaled < torch.topk(scaled, top_k).values[-1], float("-inf"))
+        return torch.multinomial(torch.softmax(scaled, -1), n, replacement=True,
+                                 generator=torch.Generator().manual_seed(seed))
     """),
 ]
 
@@ -149,6 +296,98 @@ RIGHT = [
     Plant("perplexity_e_power", "perplexity", "math.e ** loss as a float", """
         return float(math.e ** float(mean_loss))
     """),
+    Plant("loss_cross_entropy_ignore_index", "next_token_loss", "F.cross_entropy with ignore_index (the library call)", """
+        V = logits.shape[-1]
+        return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1), ignore_index=pad_id)
+    """),
+    Plant("loss_float64_contiguous_view", "next_token_loss", "in float64, .contiguous().view, NLL of log_softmax", """
+        V = logits.shape[-1]
+        flat = logits[:, :-1].contiguous().view(-1, V).double()
+        targets = ids[:, 1:].contiguous().view(-1)
+        return F.nll_loss(torch.log_softmax(flat, -1), targets, ignore_index=pad_id)
+    """),
+    Plant("loss_naive_softmax_log", "next_token_loss", "naive log(softmax) (not log_softmax), boolean indexing", """
+        probs = torch.softmax(logits[:, :-1], dim=-1)
+        targets = ids[:, 1:]
+        real = targets != pad_id
+        return -torch.log(probs[real].gather(1, targets[real][:, None])).mean()
+    """),
+    Plant("perplexity_float32_item", "perplexity", "torch.exp(torch.tensor(loss)).item(): float32 arithmetic", """
+        return torch.exp(torch.tensor(float(mean_loss))).item()
+    """),
+    Plant("block_sdpa_converted_mask", "decoder_block", "F.scaled_dot_product_attention given ~mask (its True = may attend)",
+          _edit(_edit(_BLOCK, 'scores = (q @ k.transpose(-2, -1) / math.sqrt(width)).masked_fill(mask[:, None], float("-inf"))', ""),
+                "heads = torch.softmax(scores, dim=-1) @ v", "heads = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask[:, None])")),
+    Plant("block_by_hand_layer_norm_additive_mask", "decoder_block", "LayerNorm by hand, an additive float mask, einsum heads", """
+        B, L, d = x.shape
+        H = n_heads
+
+        def norm(t, w, b):
+            mean = t.mean(-1, keepdim=True)
+            var = ((t - mean) ** 2).mean(-1, keepdim=True)
+            return (t - mean) / torch.sqrt(var + 1e-5) * w + b
+
+        W, bias = weights["self_attn.in_proj_weight"], weights["self_attn.in_proj_bias"]
+        n = norm(x, weights["norm1.weight"], weights["norm1.bias"])
+        q, k, v = [(n @ W[i * d:(i + 1) * d].T + bias[i * d:(i + 1) * d]).view(B, L, H, d // H) for i in range(3)]
+        additive = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(mask, float("-inf"))
+        scores = torch.einsum("blhe,bmhe->bhlm", q, k) / (d // H) ** 0.5 + additive[:, None]
+        out = torch.einsum("bhlm,bmhe->blhe", scores.softmax(-1), v).reshape(B, L, d)
+        h = x + out @ weights["self_attn.out_proj.weight"].T + weights["self_attn.out_proj.bias"]
+        m = norm(h, weights["norm2.weight"], weights["norm2.bias"])
+        m = (m @ weights["linear1.weight"].T + weights["linear1.bias"]).clamp(min=0)
+        return h + m @ weights["linear2.weight"].T + weights["linear2.bias"]
+    """),
+    Plant("block_float64_inside", "decoder_block", "computes in float64 and returns x's dtype",
+          "    dtype = x.dtype\n    x = x.double()\n    weights = {n: w.double() for n, w in weights.items()}\n"
+          + _edit(_BLOCK, "return h + F.linear(hidden, weights[\"linear2.weight\"], weights[\"linear2.bias\"])",
+                  "return (h + F.linear(hidden, weights[\"linear2.weight\"], weights[\"linear2.bias\"])).to(dtype)")),
+    Plant("step_full_heads_sdpa", "decode_step", "splits heads with view, F.scaled_dot_product_attention on the cache", """
+        E = weights["embedding"]
+        V, d = E.shape
+        x = E[token] + weights["positions"][position]
+        out = []
+        for layer, past in zip(weights["layers"], cache):
+            n = F.layer_norm(x, (d,), layer["norm1.weight"], layer["norm1.bias"])
+            q, k, v = (layer["self_attn.in_proj_weight"] @ n + layer["self_attn.in_proj_bias"]).split(d)
+            q, k, v = (t.view(n_heads, 1, d // n_heads) for t in (q, k, v))
+            keys, values = torch.cat((past["k"], k), 1), torch.cat((past["v"], v), 1)
+            out.append({"k": keys, "v": values})
+            a = F.scaled_dot_product_attention(q, keys, values).view(d)
+            x = x + layer["self_attn.out_proj.weight"] @ a + layer["self_attn.out_proj.bias"]
+            n = F.layer_norm(x, (d,), layer["norm2.weight"], layer["norm2.bias"])
+            x = x + F.linear(F.relu(F.linear(n, layer["linear1.weight"], layer["linear1.bias"])),
+                             layer["linear2.weight"], layer["linear2.bias"])
+        return F.linear(F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"]), E) * d ** -0.5, out
+    """),
+    Plant("step_float64", "decode_step", "computes in float64, returns logits and cache in the weights' dtype",
+          "    dtype = weights[\"embedding\"].dtype\n"
+          "    weights = {**{n: weights[n].double() for n in (\"embedding\", \"positions\", \"norm.weight\", \"norm.bias\")},\n"
+          "               \"layers\": [{n: w.double() for n, w in l.items()} for l in weights[\"layers\"]]}\n"
+          "    cache = [{n: t.double() for n, t in c.items()} for c in cache]\n"
+          + _edit(_STEP, "return embedding @ x / math.sqrt(d), new_cache",
+                  "return (embedding @ x / math.sqrt(d)).to(dtype), [{n: t.to(dtype) for n, t in c.items()} for c in new_cache]")),
+    Plant("sample_gumbel_max", "sample_tokens", "the Gumbel-max trick with torch.rand from the seeded generator", """
+        if temperature == 0 or top_k == 1:
+            return torch.full((n,), int(torch.argmax(logits)), dtype=torch.long)
+        scaled = logits.double() / temperature
+        if top_k:
+            scaled[scaled < scaled.topk(top_k).values.min()] = float("-inf")
+        u = torch.rand(n, scaled.numel(), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        return (scaled - torch.log(-torch.log(u.clamp_min(1e-300)))).argmax(dim=1)
+    """),
+    Plant("sample_probs_power", "sample_tokens", "probabilities to the power 1/T, top-k by sorting, inverse CDF", """
+        if temperature == 0 or top_k == 1:
+            return logits.argmax().expand(n).clone()
+        probs = torch.softmax(logits.double(), -1) ** (1 / temperature)
+        if top_k is not None:
+            order = probs.argsort(descending=True)
+            probs[order[top_k:]] = 0
+        cdf = torch.cumsum(probs / probs.sum(), 0)
+        u = torch.rand(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        return torch.searchsorted(cdf, u * cdf[-1]).clamp(max=len(probs) - 1)
+    """),
+
 ]
 
 
