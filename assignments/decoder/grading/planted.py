@@ -370,16 +370,17 @@ RIGHT = [
     Plant("sample_gumbel_max", "sample_tokens", "the Gumbel-max trick with torch.rand from the seeded generator", """
         if temperature == 0 or top_k == 1:
             return torch.full((n,), int(torch.argmax(logits)), dtype=torch.long)
-        scaled = logits.double() / temperature
+        scaled = logits.double().clone() / temperature
         if top_k:
             scaled[scaled < scaled.topk(top_k).values.min()] = float("-inf")
         u = torch.rand(n, scaled.numel(), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         return (scaled - torch.log(-torch.log(u.clamp_min(1e-300)))).argmax(dim=1)
     """),
-    Plant("sample_probs_power", "sample_tokens", "probabilities to the power 1/T, top-k by sorting, inverse CDF", """
+    Plant("sample_probs_power", "sample_tokens", "probabilities (over the largest) to the power 1/T, top-k by sorting, inverse CDF", """
         if temperature == 0 or top_k == 1:
             return logits.argmax().expand(n).clone()
-        probs = torch.softmax(logits.double(), -1) ** (1 / temperature)
+        probs = torch.softmax(logits.double(), -1)
+        probs = (probs / probs.max()) ** (1 / temperature)  # the largest is 1: no underflow as T -> 0
         if top_k is not None:
             order = probs.argsort(descending=True)
             probs[order[top_k:]] = 0
