@@ -183,14 +183,17 @@ class Assignment:
 
     @cached_property
     def functions(self) -> dict[str, str]:
-        """{function name: grade id} of the solution cells that define a function."""
+        """{function name: grade id} of the solution cells that define a function: the function whose body holds the
+        cell's solution region (a helper the cell supplies after it, outside the region, is not an exercise)."""
         import re
 
         found = {}
         for cell in self.source.cells:
             if role(cell) == "solution" and cell.cell_type == "code":
-                for name in re.findall(r"^def (\w+)\(", cell.source, re.M):
-                    found[name] = grade_id(cell)
+                head = cell.source.split(self.marks["solution"][0])[0]
+                names = re.findall(r"^def (\w+)\(", head, re.M)
+                if names:
+                    found[names[-1]] = grade_id(cell)
         return found
 
     def body(self, function: str) -> str:

@@ -265,6 +265,11 @@ RIGHT = [
         future = positions[None, :] > positions[:, None]
         return future.unsqueeze(0) | (ids == pad_id).unsqueeze(1)
     """),
+    Plant("mask_from_pytorch_causal", "decoder_mask", "nn.Transformer's float causal mask turned to bool, padding by expand", """
+        B, L = ids.shape
+        future = torch.isinf(nn.Transformer.generate_square_subsequent_mask(L))
+        return future.expand(B, L, L) | (ids == pad_id).unsqueeze(1).expand(B, L, L)
+    """),
     Plant("mask_tril_negated", "decoder_mask", "the negated lower triangle, padding with torch.logical_or", """
         length = ids.size(1)
         allowed = torch.tril(torch.ones(length, length)).bool()
@@ -295,6 +300,10 @@ RIGHT = [
     """),
     Plant("perplexity_e_power", "perplexity", "math.e ** loss as a float", """
         return float(math.e ** float(mean_loss))
+    """),
+    Plant("perplexity_numpy_exp", "perplexity", "numpy's exp (a numpy float64, a subclass of float)", """
+        import numpy as np
+        return np.exp(float(mean_loss))
     """),
     Plant("loss_cross_entropy_ignore_index", "next_token_loss", "F.cross_entropy with ignore_index (the library call)", """
         V = logits.shape[-1]
@@ -375,6 +384,14 @@ RIGHT = [
             scaled[scaled < scaled.topk(top_k).values.min()] = float("-inf")
         u = torch.rand(n, scaled.numel(), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         return (scaled - torch.log(-torch.log(u.clamp_min(1e-300)))).argmax(dim=1)
+    """),
+    Plant("sample_among_top_k", "sample_tokens", "draws among torch.topk's indices (softmax of the kept values), maps back", """
+        if temperature == 0 or top_k == 1:
+            return torch.full((n,), int(logits.argmax()))
+        k = logits.numel() if top_k is None else min(top_k, logits.numel())
+        values, indices = torch.topk(logits / temperature, k)
+        picks = torch.multinomial(values.softmax(-1), n, replacement=True, generator=torch.Generator().manual_seed(seed))
+        return indices[picks]
     """),
     Plant("sample_probs_power", "sample_tokens", "probabilities (over the largest) to the power 1/T, top-k by sorting, inverse CDF", """
         if temperature == 0 or top_k == 1:
