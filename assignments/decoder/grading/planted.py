@@ -438,6 +438,14 @@ def demo_cohort(assignment) -> list[Submission]:
                    fails={"next_token_loss_shift", "next_token_loss_padding"}),
         Submission("demo_perplexity_base_2", by_key["perplexity_base_2"].note, solved="all",
                    bodies={"perplexity": by_key["perplexity_base_2"].code}, fails={"perplexity_value"}),
+        Submission("demo_block_post_norm", by_key["block_post_norm"].note, solved="all",
+                   bodies={"decoder_block": by_key["block_post_norm"].code}, fails={"decoder_block_matches_layer"}),
+        Submission("demo_step_ignores_cache", by_key["step_ignores_cache"].note, solved="all",
+                   bodies={"decode_step": by_key["step_ignores_cache"].code},
+                   fails={"decode_step_recomputes", "decode_step_continues_cache"}),
+        Submission("demo_sample_times_temperature", by_key["sample_times_temperature"].note, solved="all",
+                   bodies={"sample_tokens": by_key["sample_times_temperature"].code},
+                   fails={"sample_tokens_distribution", "sample_tokens_limits"}),
     ]
 
 
