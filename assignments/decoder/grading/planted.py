@@ -211,7 +211,7 @@ WRONG = [
                 'own = F.linear(x, layer["self_attn.in_proj_weight"], layer["self_attn.in_proj_bias"]).reshape(3, n_heads, 1, width)\n'
                 '        keys, values = torch.cat([past["k"], own[1]], dim=1), torch.cat([past["v"], own[2]], dim=1)')),
     Plant("step_no_final_norm", "decode_step", "no final LayerNorm before the tied output layer",
-          _edit(_STEP, 'x = F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"])\n', "")),
+          _edit(_STEP, '    x = F.layer_norm(x, (d,), weights["norm.weight"], weights["norm.bias"])\n', "")),
     # ---- Exercise 8: sample_tokens ----------------------------------------------------------------------------
     Plant("sample_times_temperature", "sample_tokens", "multiplies the logits by the temperature", """
         if temperature == 0 or top_k == 1:
