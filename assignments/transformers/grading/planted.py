@@ -178,6 +178,31 @@ WRONG = [
         weights = scores.masked_fill(padding[:, None, :], float("-inf")).softmax(dim=-1)
         return weights, weights @ v
     """),
+    Plant("mask_result_discarded", "attention", "masked_fill's result thrown away (it is not in place): no mask at all",
+          """
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        scores.masked_fill(padding[:, None, :], float("-inf"))
+        weights = scores.softmax(dim=-1)
+        return weights @ v, weights
+    """),
+    Plant("additive_mask_nan", "attention", "additive mask built as padding * -inf (0 * -inf is NaN at valid keys)", """
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        weights = (scores + padding[:, None, :] * float("-inf")).softmax(dim=-1)
+        return weights @ v, weights
+    """),
+    Plant("renormalised_after_softmax", "attention",
+          "softmax over all keys, padded weights zeroed, rows renormalised (0 / 0 when the valid scores are very "
+          "negative)", """
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        weights = scores.softmax(dim=-1) * (~padding)[:, None, :]
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights @ v, weights
+    """),
+    Plant("scale_by_key_length", "attention", "scaled by 1/sqrt(Lk), the number of keys, instead of 1/sqrt(D)", """
+        scores = q @ k.transpose(1, 2) / math.sqrt(k.shape[1])
+        weights = scores.masked_fill(padding[:, None, :], float("-inf")).softmax(dim=-1)
+        return weights @ v, weights
+    """),
     # ---- Exercise 4: masked_mean -----------------------------------------------------------------------------
     Plant("mean_divides_by_padded_length", "masked_mean", "padded tokens zeroed, but divided by the padded length",
           """
@@ -199,6 +224,25 @@ WRONG = [
         keep = padding[..., None].to(x.dtype)
         return (x * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)
     """),
+    Plant("mean_divides_by_batch_count", "masked_mean", "divides by the valid tokens of the whole batch, not per example",
+          """
+        total = x.masked_fill(padding[..., None], 0).sum(dim=1)
+        return total / (~padding).sum()
+    """),
+    Plant("mean_count_without_keepdim", "masked_mean", "count of shape (B,) without keepdim: broadcast against D", """
+        total = x.masked_fill(padding[..., None], 0).sum(dim=1)
+        return total / (~padding).sum(dim=1)
+    """),
+    Plant("mean_total_minus_padded", "masked_mean",
+          "sums every token, then subtracts the padded ones (padded values enter the sum: 1e6 swamps float32)", """
+        pad = padding[..., None].to(x.dtype)
+        return (x.sum(dim=1) - (x * pad).sum(dim=1)) / (1 - pad).sum(dim=1)
+    """),
+    Plant("mean_returns_float64", "masked_mean", "returns float64 for float32 x (the classifier's float32 head fails)",
+          """
+        valid = (~padding).double()
+        return (x * valid[..., None]).sum(dim=1) / valid.sum(dim=1, keepdim=True)
+    """),
     # ---- Exercise 5: accuracy --------------------------------------------------------------------------------
     Plant("accuracy_returns_tensor", "accuracy", "returns a 0-d tensor instead of a Python float", """
         return ((logits > 0).float() == labels).float().mean()
@@ -219,6 +263,21 @@ WRONG = [
           """
         return ((torch.sigmoid(logits) >= 0.5).float() == labels).float().mean().item()
     """),
+    Plant("accuracy_percentage", "accuracy", "returns a percentage (0-100) instead of a fraction", """
+        return 100.0 * ((logits > 0).float() == labels).float().mean().item()
+    """),
+    Plant("accuracy_count", "accuracy", "returns the number of correct predictions, not the fraction", """
+        return float(((logits > 0).float() == labels).sum().item())
+    """),
+    Plant("accuracy_rounded", "accuracy", "rounds the fraction to two decimals", """
+        return round(((logits > 0).float() == labels).float().mean().item(), 2)
+    """),
+    Plant("accuracy_mean_of_bool", "accuracy", "takes .mean() of a boolean tensor (PyTorch raises)", """
+        return ((logits > 0) == labels.bool()).mean().item()
+    """),
+    Plant("accuracy_argmax", "accuracy", "argmax of the logits as the prediction (the multi-class habit)", """
+        return (logits.argmax(dim=-1) == labels).float().mean().item()
+    """),
     # ---- Exercise 6.1: train_bpe_tokenizer -------------------------------------------------------------------
     Plant("tokenizer_no_pre_tokenizer", "train_bpe_tokenizer", "no Whitespace pre-tokenizer", _tokenizer(pre="")),
     Plant("tokenizer_specials_swapped", "train_bpe_tokenizer", 'special tokens in the wrong order ("[PAD]" id 0)',
@@ -230,6 +289,17 @@ WRONG = [
           _tokenizer(size="80")),
     Plant("tokenizer_byte_level", "train_bpe_tokenizer", "ByteLevel pre-tokenizer instead of Whitespace",
           _tokenizer(pre="tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)")),
+    Plant("tokenizer_whitespace_split", "train_bpe_tokenizer",
+          "WhitespaceSplit pre-tokenizer (splits at spaces only, keeps punctuation in words)",
+          _tokenizer(pre="tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()")),
+    Plant("tokenizer_pre_tokenizer_after_training", "train_bpe_tokenizer",
+          "Whitespace pre-tokenizer set after training (merges learned across spaces)", """
+        tokenizer = Tokenizer(models.BPE())
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"], show_progress=False)
+        tokenizer.train_from_iterator(corpus, trainer)
+        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        return tokenizer
+    """),
     # ---- Exercise 6.3: tokens_per_word -----------------------------------------------------------------------
     Plant("tpw_counts_characters", "tokens_per_word", "counts characters instead of tokens", """
         return {word: len(word) for word in words}
@@ -246,6 +316,15 @@ WRONG = [
         vocab = tokenizer.get_vocab()
         return {word: 1 if word in vocab else len(word) for word in words}
     """),
+    Plant("tpw_unique_tokens", "tokens_per_word", "counts distinct tokens (a repeated token counted once)", """
+        return {word: len(set(tokenizer.encode(word).tokens)) for word in words}
+    """),
+    Plant("tpw_pre_tokenizer_pieces", "tokens_per_word", "counts the pre-tokenizer's pieces, not the BPE tokens", """
+        return {word: len(tokenizer.pre_tokenizer.pre_tokenize_str(word)) for word in words}
+    """),
+    Plant("tpw_returns_list", "tokens_per_word", "returns a list of counts instead of a dict", """
+        return [len(tokenizer.encode(word).tokens) for word in words]
+    """),
     # ---- Exercise 6.4: embedding_parameters ------------------------------------------------------------------
     Plant("embedding_plus_bias", "embedding_parameters", "adds a bias of d parameters", """
         return vocab_size * d + d
@@ -258,6 +337,9 @@ WRONG = [
     """),
     Plant("embedding_sum", "embedding_parameters", "vocab_size + d instead of the product", """
         return vocab_size + d
+    """),
+    Plant("embedding_returns_tensor", "embedding_parameters", "returns a 0-d tensor (torch.prod) instead of an int", """
+        return torch.tensor([vocab_size, d]).prod()
     """),
 ]
 
@@ -307,6 +389,38 @@ RIGHT = [
         weights = torch.softmax(scores.masked_fill(padding[:, None, :], float("-inf")), dim=-1)
         return torch.bmm(weights, v), weights
     """),
+    Plant("attention_additive_mask", "attention",
+          "an additive float mask (0 at valid keys, -inf at padded ones) added to the scores", """
+        additive = torch.zeros(padding.shape, dtype=q.dtype).masked_fill(padding, float("-inf"))
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]) + additive[:, None, :]
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+    """),
+    Plant("attention_baddbmm_keep_mask", "attention",
+          "torch.baddbmm with alpha = 1/sqrt(D) onto an additive mask built from keep = ~padding (True = may attend)",
+          """
+        keep = ~padding
+        bias = torch.where(keep, 0.0, -math.inf).to(q.dtype)[:, None, :].expand(-1, q.shape[1], -1)
+        scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=1.0 / math.sqrt(q.shape[-1]))
+        weights = scores.softmax(dim=-1)
+        return torch.bmm(weights, v), weights
+    """),
+    Plant("attention_log_softmax", "attention", "weights as exp(log_softmax(scores))", """
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        weights = torch.log_softmax(scores.masked_fill(padding[:, None, :], -math.inf), dim=-1).exp()
+        return weights @ v, weights
+    """),
+    Plant("attention_loop_broadcast", "attention",
+          "a loop over the examples, scores as a broadcast product summed over D", """
+        outputs, all_weights = [], []
+        for b in range(q.shape[0]):
+            scores = (q[b][:, None, :] * k[b][None, :, :]).sum(dim=-1) / math.sqrt(q.shape[-1])
+            scores[:, padding[b]] = float("-inf")
+            w = torch.softmax(scores, dim=-1)
+            outputs.append(w @ v[b])
+            all_weights.append(w)
+        return torch.stack(outputs), torch.stack(all_weights)
+    """),
     Plant("mean_masked_fill", "masked_mean", "masked_fill and a count of valid tokens", """
         count = (~padding).sum(dim=1, keepdim=True)
         return x.masked_fill(padding.unsqueeze(-1), 0.0).sum(dim=1) / count
@@ -322,6 +436,24 @@ RIGHT = [
         w = w / w.sum(dim=1, keepdim=True)
         return torch.einsum("bl,bld->bd", w, x)
     """),
+    Plant("mean_float_mask", "masked_mean", "multiplies by a float mask of the valid tokens, x's dtype kept", """
+        mask = (~padding).float()
+        return (x * mask[..., None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+    """),
+    Plant("mean_float64_clamped", "masked_mean",
+          "computes in float64 with clamp(min=1) counts, returns x's dtype", """
+        valid = (~padding).unsqueeze(-1)
+        total = (x.double() * valid).sum(dim=1)
+        count = valid.sum(dim=1).clamp(min=1)
+        return (total / count).to(x.dtype)
+    """),
+    Plant("mean_nanmean", "masked_mean", "padded tokens set to NaN, then torch.nanmean", """
+        return x.masked_fill(padding.unsqueeze(-1), float("nan")).nanmean(dim=1)
+    """),
+    Plant("mean_bmm", "masked_mean", "a batched matrix product with the normalised valid-token weights", """
+        w = (~padding).to(x.dtype)
+        return torch.bmm((w / w.sum(dim=1, keepdim=True)).unsqueeze(1), x).squeeze(1)
+    """),
     Plant("accuracy_python_loop", "accuracy", "a plain Python loop over .tolist()", """
         correct = 0
         for logit, label in zip(logits.tolist(), labels.tolist()):
@@ -331,21 +463,57 @@ RIGHT = [
     Plant("accuracy_float_of_tensor", "accuracy", "float() of a float32 mean, labels compared as bool", """
         return float(((logits > 0) == labels.bool()).float().mean())
     """),
+    Plant("accuracy_bool_labels_item", "accuracy", "predictions compared with labels.bool(), float32 mean, .item()",
+          """
+        return ((logits > 0) == labels.bool()).float().mean().item()
+    """),
+    Plant("accuracy_sigmoid_strict", "accuracy", "sigmoid(logits) > 0.5 (strictly: a logit of 0 is negative)", """
+        return (torch.sigmoid(logits) > 0.5).eq(labels == 1).double().mean().item()
+    """),
+    Plant("accuracy_count_over_numel", "accuracy", "bool predictions against float labels, count / numel", """
+        correct = ((logits > 0) == labels).sum().item()
+        return correct / labels.numel()
+    """),
     Plant("tokenizer_bpe_no_unk", "train_bpe_tokenizer", "BPE() without unk_token",
           _tokenizer(model="models.BPE()")),
     Plant("tokenizer_bpe_unk", "train_bpe_tokenizer", 'BPE(unk_token="[UNK]"), corpus as an iterator',
           _tokenizer(model='models.BPE(unk_token="[UNK]")', data="iter(corpus)")),
+    Plant("tokenizer_keywords_batches", "train_bpe_tokenizer",
+          "classes imported by name, trainer= keyword, corpus fed in batches of two texts", """
+        from tokenizers.models import BPE
+        from tokenizers.pre_tokenizers import Whitespace
+        from tokenizers.trainers import BpeTrainer
+        tokenizer = Tokenizer(BPE(unk_token="[UNK]"))
+        tokenizer.pre_tokenizer = Whitespace()
+        trainer = BpeTrainer(special_tokens=["[UNK]", "[PAD]"], vocab_size=vocab_size)
+        batches = (corpus[i:i + 2] for i in range(0, len(corpus), 2))
+        tokenizer.train_from_iterator(batches, trainer=trainer, length=len(corpus))
+        return tokenizer
+    """),
     Plant("tpw_comprehension", "tokens_per_word", "a dict comprehension over encode(word).tokens", """
         return {word: len(tokenizer.encode(word).tokens) for word in words}
     """),
     Plant("tpw_encode_batch", "tokens_per_word", "encode_batch (each word encoded on its own)", """
         return {word: len(enc.ids) for word, enc in zip(words, tokenizer.encode_batch(list(words)))}
     """),
+    Plant("tpw_ids_no_specials", "tokens_per_word", "len(encode(word, add_special_tokens=False).ids)", """
+        return {word: len(tokenizer.encode(word, add_special_tokens=False).ids) for word in words}
+    """),
+    Plant("tpw_len_of_encoding", "tokens_per_word", "dict(zip(...)) of len(Encoding)", """
+        return dict(zip(words, (len(tokenizer.encode(word)) for word in words)))
+    """),
     Plant("embedding_numel", "embedding_parameters", "asks nn.Embedding's weight for its numel", """
         return nn.Embedding(vocab_size, d).weight.numel()
     """),
     Plant("embedding_math_prod", "embedding_parameters", "math.prod of the weight shape", """
         return math.prod((vocab_size, d))
+    """),
+    Plant("embedding_sum_of_parameters", "embedding_parameters",
+          "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())", """
+        return sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())
+    """),
+    Plant("embedding_size_numel", "embedding_parameters", "torch.Size([vocab_size, d]).numel()", """
+        return torch.Size([vocab_size, d]).numel()
     """),
 ]
 
