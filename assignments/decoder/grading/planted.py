@@ -197,8 +197,14 @@ WRONG = [
           _edit(_BLOCK, '.masked_fill(mask[:, None], float("-inf"))', "")),
     Plant("block_mask_inverted", "decoder_block", "masks where the mask is False (the other convention, unconverted)",
           _edit(_BLOCK, "masked_fill(mask[:, None]", "masked_fill(~mask[:, None]")),
+    Plant("block_mask_and_causal", "decoder_block", "applies the given mask and a causal mask of its own as well",
+          _edit(_BLOCK, '.masked_fill(mask[:, None], float("-inf"))',
+                '.masked_fill(mask[:, None] | torch.ones(length, length, dtype=torch.bool).triu(1), float("-inf"))')),
     Plant("block_gelu", "decoder_block", "GELU in the MLP instead of ReLU (the layer's default)",
           _edit(_BLOCK, "torch.relu(", "F.gelu(")),
+    Plant("block_own_causal_mask", "decoder_block", "ignores the given mask: F.scaled_dot_product_attention with is_causal=True",
+          _edit(_edit(_BLOCK, 'scores = (q @ k.transpose(-2, -1) / math.sqrt(width)).masked_fill(mask[:, None], float("-inf"))', ""),
+                "heads = torch.softmax(scores, dim=-1) @ v", "heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)")),
     # ---- Exercise 7: decode_step ------------------------------------------------------------------------------
     Plant("step_ignores_cache", "decode_step", "attends only its own key and value (the cache is not used)",
           _edit(_STEP, 'torch.cat([past["k"], k], dim=1), torch.cat([past["v"], v], dim=1)', "k, v")),
@@ -281,6 +287,12 @@ RIGHT = [
     Plant("logits_scale_first", "tied_logits", "scales the hidden vectors first, then matmul with mT", """
         return (hidden / math.sqrt(hidden.shape[-1])) @ embedding.mT
     """),
+    Plant("logits_float64", "tied_logits", "computed and returned in float64, whatever the inputs' dtype", """
+        return hidden.double() @ embedding.double().T / math.sqrt(embedding.shape[1])
+    """),
+    Plant("logits_f_linear", "tied_logits", "F.linear with the embedding as its weight (the library call)", """
+        return F.linear(hidden, embedding) / math.sqrt(embedding.shape[-1])
+    """),
     Plant("loss_masked_select", "next_token_loss", "log_softmax, then masked_select of the real targets", """
         targets = ids[:, 1:]
         costs = -torch.log_softmax(logits[:, :-1], dim=-1).gather(2, targets[..., None])[..., 0]
@@ -346,6 +358,15 @@ RIGHT = [
         m = norm(h, weights["norm2.weight"], weights["norm2.bias"])
         m = (m @ weights["linear1.weight"].T + weights["linear1.bias"]).clamp(min=0)
         return h + m @ weights["linear2.weight"].T + weights["linear2.bias"]
+    """),
+    Plant("block_transformer_layer", "decoder_block", "nn.TransformerEncoderLayer loaded with the weights (the library call)", """
+        d = x.shape[-1]
+        layer = nn.TransformerEncoderLayer(d, n_heads, weights["linear1.weight"].shape[0], dropout=0.0, batch_first=True,
+                                           norm_first=True, dtype=x.dtype)
+        layer.load_state_dict(weights)
+        layer.eval()
+        with torch.no_grad():
+            return layer(x, src_mask=mask.repeat_interleave(n_heads, dim=0))
     """),
     Plant("block_float64_inside", "decoder_block", "computes in float64 and returns x's dtype",
           "    dtype = x.dtype\n    x = x.double()\n    weights = {n: w.double() for n, w in weights.items()}\n"
