@@ -389,6 +389,15 @@ RIGHT = [
         weights = torch.softmax(scores.masked_fill(padding[:, None, :], float("-inf")), dim=-1)
         return torch.bmm(weights, v), weights
     """),
+    Plant("attention_sdpa_output", "attention",
+          "output from F.scaled_dot_product_attention with the mask converted (~padding: True = may attend), weights by hand", """
+        import torch.nn.functional as F
+
+        keep = ~padding[:, None, :]
+        output = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        scores = (q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])).masked_fill(~keep, float("-inf"))
+        return output, torch.softmax(scores, dim=-1)
+    """),
     Plant("attention_additive_mask", "attention",
           "an additive float mask (0 at valid keys, -inf at padded ones) added to the scores", """
         additive = torch.zeros(padding.shape, dtype=q.dtype).masked_fill(padding, float("-inf"))
