@@ -133,7 +133,7 @@ def hostile_run(name: str):
     book's table; yields its run with the assignment, the course root and the rows; removes the copy afterwards."""
     import tempfile
 
-    from coursekit.commands import report
+    from coursekit import grading_report as report
 
     base = Path(tempfile.mkdtemp(prefix=f"hostile-{name}-", dir="/var/tmp"))
     try:

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import copy_course
 from coursekit import PREFLIGHT, venv_env
-from coursekit.commands import report
+from coursekit import grading_report as report
 from coursekit.course import Course
 from coursekit.planting import Submission
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import hostile_run
 from coursekit import leaks
-from coursekit.commands import report
+from coursekit import grading_report as report
 from coursekit.notebook import secret_lines
 from coursekit.planting import shown_student_text
 

@@ -6,13 +6,13 @@ at the same commit, the environment, the sandbox, the course's shared folders an
 until it is stopped; ``python -m coursekit status`` shows done / running / queued / failed per student and in total
 with an ETA; ``python -m coursekit cancel`` takes queued jobs back; ``grade --queue --failed`` (or ``--student ID
 --force``) grades again; ``grade --watch`` enqueues new submissions as they arrive. Without ``--queue``, ``grade``
-keeps its embedded process pool (``commands/grade.py``), the default on one machine.
+keeps its embedded process pool (``autograde/batch.py``), the default on one machine.
 
 Design notes
 ============
 
 **One job is exactly the local path's unit of work.** A worker keeps one or more grading processes, each set up
-by ``commands.grade._init_worker`` and running ``commands.grade._grade_one``: stock nbgrader's
+by ``autograde.batch.init_worker`` and running ``autograde.batch.grade_one``: stock nbgrader's
 ``NbGraderAPI.autograde(assignment, student, force=True, create=True)`` on pre-flight's checked copy, with the
 grading sandbox and the checker configured by ``nbgrader_config.py``, writing the gradebook. So both paths give
 the same gradebook (``tests/test_queue.py`` compares the exports).
@@ -60,7 +60,7 @@ The parts (``c.GradingQueue.backend`` picks the implementation by name, as ``c.G
 ``GradingQueue``   (here) the settings, ``c.GradingQueue.<trait>`` in nbgrader_config.py
 ``QueueBackend``   (here) the interface: ``enqueue``, ``snapshot``, ``cancel``, ``work``, and the watcher's memory
 ``postgres``       the procrastinate implementation
-``graders``        a worker's grading processes (the local path's own ``_init_worker`` / ``_grade_one``)
+``graders``        a worker's grading processes (the local path's own ``init_worker`` / ``grade_one``)
 ``watch``          grading on submit
 ``client``         what ``grade --queue``/``--wait``/``--watch``, ``status`` and ``cancel`` do with a backend
 """

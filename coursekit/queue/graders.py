@@ -1,7 +1,7 @@
 """A worker's grading processes: each one grades one submission at a time with the local path's own code.
 
-A grading process is set up by ``commands.grade._init_worker`` (nbgrader's API on the course's configuration, its
-stderr into a log file, thread pools sized for the machine) and grades with ``commands.grade._grade_one`` (stock
+A grading process is set up by ``autograde.batch.init_worker`` (nbgrader's API on the course's configuration, its
+stderr into a log file, thread pools sized for the machine) and grades with ``autograde.batch.grade_one`` (stock
 ``NbGraderAPI.autograde(..., force=True, create=True)``): exactly what a worker of ``grade --jobs N`` does. It is
 started once and reused (importing nbgrader and PyTorch is a good share of a submission's time).
 
@@ -32,15 +32,15 @@ def _die_with_parent(parent: int) -> None:
 def _serve(conn, parent: int, root: str, overrides: dict, threads: int | None, log_dir: str) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker decides what a Ctrl-C does to a running job
-    from ..commands import grade
+    from ..autograde import batch
 
-    grade._init_worker(root, overrides, threads, log_dir)
+    batch.init_worker(root, overrides, threads, log_dir)
     while True:
         try:
             assignment, student = conn.recv()
         except EOFError:
             return
-        conn.send(grade._grade_one(assignment, student))
+        conn.send(batch.grade_one(assignment, student))
 
 
 class Grader:
@@ -57,7 +57,7 @@ class Grader:
         child.close()
 
     async def grade(self, assignment: str, student: str):
-        """The ``commands.grade.Result`` of one submission (raises EOFError if the process died)."""
+        """The ``autograde.batch.Graded`` of one submission (raises EOFError if the process died)."""
         self.conn.send((assignment, student))
         return await asyncio.get_running_loop().run_in_executor(None, self.conn.recv)
 

@@ -343,11 +343,11 @@ class ProcrastinateQueue(QueueBackend):
     async def _work(self, name: str, slots: int, until_empty: bool) -> None:
         import signal
 
-        from ..commands.grade import CHECKED
+        from .. import CHECKED, PREFLIGHT
         from .graders import Graders
 
         overrides = {"db_url": self.course.db_url, "submitted_directory": CHECKED}
-        logs = self.course.root / CHECKED.split("/")[0] / "logs" / re.sub(r"[^\w.-]", "_", name)
+        logs = self.course.root / PREFLIGHT / "logs" / re.sub(r"[^\w.-]", "_", name)
         state = self.worker = _WorkerState(name, Graders(self.course.root, overrides, slots, logs))
         loop = asyncio.get_running_loop()
 
@@ -510,7 +510,7 @@ class ProcrastinateQueue(QueueBackend):
             raise GradingFailed(cause) from None
         finally:
             state.graders.give_back(grader)
-        from ..commands.grade import cause as cause_of
+        from ..autograde.batch import cause as cause_of
 
         why = "" if result.ok else cause_of(result.error)
         await self._attempt(finish, ["ok" if result.ok else "failed", result.seconds, why, result.error[-6000:], row])
