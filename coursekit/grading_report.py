@@ -36,7 +36,6 @@ from . import CHECKED, PREFLIGHT, ROOT, copy_course, venv_env
 from .course import Assignment, Course
 from .notebook import grade_id
 from .planting import Context, Hostile, Submission
-from .sandbox import GradingSandbox
 
 BIN = Path(sys.executable).parent
 GENERATED = Path("book") / "_generated"

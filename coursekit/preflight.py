@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import stat
 from dataclasses import asdict, dataclass, field
@@ -46,6 +45,7 @@ from pathlib import Path
 
 from . import PREFLIGHT
 from .notebook import nbgrader_meta, role, source_of, without_region
+from .safecopy import Limits, copy_tree
 from .sandbox import GradingSandbox
 
 HUGE_BYTES = 5 * 1024 * 1024
@@ -197,29 +197,10 @@ def find_renamed(folder: Path, grade_ids: set[str], expected: str):
 
 
 def copy_regular_files(folder: Path, dest: Path, student: str, policy) -> list[Problem]:
-    """Copy ``folder`` into ``dest``: directories and regular files only, never following a link; what is left out
-    (links, devices, FIFOs, oversized files, files past the count) is returned as problems."""
-    problems, count = [], 0
-    dest.mkdir(parents=True)
-    for parent, dirs, files in os.walk(folder):  # os.walk never descends into linked folders
-        target = dest / Path(parent).relative_to(folder)
-        for name in sorted(dirs + files):
-            path, relative = Path(parent, name), Path(parent, name).relative_to(folder)
-            mode = path.lstat().st_mode
-            if stat.S_ISDIR(mode):
-                (target / name).mkdir()
-                continue
-            why = ("a symbolic link (not followed)" if stat.S_ISLNK(mode) else
-                   "a special file (device, FIFO or socket)" if not stat.S_ISREG(mode) else
-                   f"larger than {policy.max_file_mb} MiB" if path.lstat().st_size > policy.max_file_mb << 20 else
-                   f"more than {policy.max_files} files" if count >= policy.max_files else "")
-            if why:
-                problems.append(Problem(student, str(relative), "unsafe file", "left out",
-                                        f"{why}: left out of the checked copy"))
-                continue
-            count += 1
-            shutil.copy2(path, target / name, follow_symlinks=False)
-    return problems
+    """Copy ``folder`` into ``dest`` (``safecopy``: folders and regular files only, never following a link, within
+    the sandbox's limits); what is left out is returned as problems."""
+    return [Problem(student, left.path, "unsafe file", "left out", f"{left.why}: left out of the checked copy")
+            for left in copy_tree(folder, dest, Limits.of(policy))]
 
 
 # ------------------------------------------------------------------------------------------------ the run
