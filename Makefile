@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=25  # 2 xdist workers, a module each, tests/conftest.py's order
-JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # The assignments `make release`, `make grade` and `make report` work on (names under assignments/): all by default.
 ASSIGNMENT ?= $(notdir $(patsubst %/,%,$(dir $(wildcard assignments/*/*.ipynb))))
 
@@ -23,7 +23,7 @@ help:
 	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
 	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
 	@echo "make clean    remove _build"
-	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers, ASSIGNMENT=...; book/instructors.md)"
+	@echo "make grade    autograde submitted/ in parallel (WORKERS=$(WORKERS) processes, ASSIGNMENT=...; book/instructors.md)"
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
 	@echo "make report   regenerate the grading report's tables (planted submissions, autograded for real)"
 
@@ -75,7 +75,7 @@ publish: book
 	$(BIN)/python -m coursekit publish --out _build/publish --site _build/html
 
 grade: $(STAMP)
-	$(BIN)/python -m coursekit grade $(ASSIGNMENT) --jobs $(JOBS)
+	$(BIN)/python -m coursekit grade $(ASSIGNMENT) --workers $(WORKERS)
 
 report: $(STAMP)  # each assignment's planted submissions: assignments/<id>/grading/planted.py
 	$(BIN)/python -m coursekit report $(ASSIGNMENT)

@@ -39,7 +39,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOK = ROOT / "book"
 PREFLIGHT = "preflight"            # pre-flight's folder in the course root (its findings, the grading logs)
 CHECKED = f"{PREFLIGHT}/submitted"  # the checked copy nbgrader grades: --CourseDirectory.submitted_directory=preflight/submitted
 GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py

@@ -1,6 +1,6 @@
 """The grading report: what the real autograder does with each assignment's planted submissions.
 
-    python -m coursekit report [ASSIGNMENT ...] [--only catalog|hostile] [--jobs N]     # or: make report
+    python -m coursekit report [ASSIGNMENT ...] [--only catalog|hostile] [--workers N]     # or: make report
 
 For each assignment with planted submissions (``assignments/<id>/grading/planted.py``), in a temporary copy of the
 course, with the real commands:
@@ -123,14 +123,14 @@ def catalog_submissions(hw: Assignment) -> tuple[list[Submission], dict[str, str
     return out, graded_as
 
 
-def grade_catalog(hw: Assignment, submissions, jobs: int | None = None) -> dict:
+def grade_catalog(hw: Assignment, submissions, workers: int | None = None) -> dict:
     """Write and autograde the catalogue (parallel, nbgrader's own autograder); return the run."""
     for sub in submissions:
         sub.write(hw)
     start = time.perf_counter()
     args = [BIN / "python", "-m", "coursekit", "grade", hw.name, "--no-progress", "--force"]
-    if jobs:
-        args += ["--jobs", str(jobs)]
+    if workers:
+        args += ["--workers", str(workers)]
     proc = command(args, hw.course.root)
     seconds = time.perf_counter() - start
     return {"proc": proc, "seconds": seconds, "scores": cell_scores(hw, [s.student for s in submissions])}
@@ -261,7 +261,7 @@ def grade_hostile(hw: Assignment, scratch: Path) -> dict:
     runs = []
     for args, graded in (([str(BIN / "nbgrader"), "autograde", name, "--force",
                            f"--CourseDirectory.submitted_directory={CHECKED}"], everyone),
-                         ([sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--jobs", "2",
+                         ([sys.executable, "-m", "coursekit", "grade", name, "--force", "--no-progress", "--workers", "2",
                            *(f"--student={s}" for s in second)], second)):
         start = time.perf_counter()
         proc = subprocess.run(args, cwd=course, capture_output=True, text=True, env=env, timeout=3600)
@@ -451,14 +451,14 @@ def hostile_markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def run_report(hw: Assignment, kinds: list[str], jobs: int | None, scratch: Path) -> int:
+def run_report(hw: Assignment, kinds: list[str], workers: int | None, scratch: Path) -> int:
     """Regenerate ``hw``'s tables from real runs in a copy of the course under ``scratch``; 1 if a row is not met."""
     status = 0
     if "catalog" in kinds and hasattr(hw.planted, "catalog"):
         copy = Course.load(copy_course(scratch / f"{hw.name}-catalog" / "course", hw.course.root)).assignment(hw.name)
         prepare(copy)
         submissions, graded_as = catalog_submissions(copy)
-        run = grade_catalog(copy, submissions, jobs)
+        run = grade_catalog(copy, submissions, workers)
         rows = catalog_rows(copy, run["scores"], graded_as)
         (hw.course.root / table(hw, "catalog")).parent.mkdir(parents=True, exist_ok=True)
         (hw.course.root / table(hw, "catalog")).write_text(catalog_markdown(rows))

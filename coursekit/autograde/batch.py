@@ -1,7 +1,7 @@
 """The batch grader: pre-flight, then autograde a cohort with N workers (stock nbgrader, in parallel), a progress bar
 and a summary.
 
-``python -m coursekit grade [ASSIGNMENT ...] [--jobs N] [--db URL] [--student ID ...] [--force]`` (``make grade``;
+``python -m coursekit grade [ASSIGNMENT ...] [--workers N] [--db URL] [--student ID ...] [--force]`` (``make grade``;
 every assignment when none is named):
 
 1. checks the sandbox can be built here (as ``nbgrader autograde`` does: no sandbox, no grading);
@@ -18,7 +18,7 @@ and a submission whose autograde still found the gradebook locked is graded agai
 (``--db postgresql://…`` or ``CourseDirectory.db_url``) takes concurrent writers. Beyond one machine, ``--queue``
 puts one job per submission in the grading queue for ``python -m coursekit worker`` on any host (``coursekit/queue/``).
 
-Kernels started by parallel workers get ``OMP_NUM_THREADS = cores // jobs`` (unless already set), so N kernels do not
+Kernels started by parallel workers get ``OMP_NUM_THREADS = cores // workers`` (unless already set), so N kernels do not
 oversubscribe the CPU with PyTorch's thread pools.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Batch:
     """One assignment's batch: its settings, wall time, every submission's ``Graded`` and pre-flight's findings."""
 
     assignment: str
-    jobs: int
+    workers: int
     db_url: str
     wall: float
     results: list[Graded] = field(default_factory=list)
@@ -144,9 +144,9 @@ def scores(course: Course, assignment: str, students: list[str]) -> dict[str, tu
     return found
 
 
-def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = None, force: bool = False,
+def grade(hw: Assignment, workers: int | None = None, students: list[str] | None = None, force: bool = False,
           progress: bool = True, overrides: dict | None = None) -> Batch:
-    """Pre-flight, then autograde ``hw``'s submissions with ``jobs`` workers (``overrides``: the CourseDirectory
+    """Pre-flight, then autograde ``hw``'s submissions with ``workers`` processes (``overrides``: the CourseDirectory
     traits the course was loaded with, e.g. ``db_url``, passed on to the workers)."""
     from ..sandbox import GradingSandbox
     from .. import preflight
@@ -162,14 +162,14 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
         raise CourseKitError(f"no submissions of {assignment!r} in {course.folder('submitted')}")
     if not force:  # like `nbgrader autograde`: already autograded submissions are left alone
         cohort = [s for s in cohort if not course.path("autograded", s, assignment).exists()]
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(cohort) or 1))
-    summary = Batch(assignment, jobs, course.db_url, 0.0, preflight=[p.line() for p in checked.problems])
+    processes = max(1, min(workers or os.cpu_count() or 1, len(cohort) or 1))
+    summary = Batch(assignment, processes, course.db_url, 0.0, preflight=[p.line() for p in checked.problems])
     start = time.perf_counter()
     bar = None
     if progress and cohort:
         from tqdm import tqdm
-        bar = tqdm(total=len(cohort), unit="nb", desc=f"autograde {assignment} ×{jobs}", file=sys.stderr)
-    threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
+        bar = tqdm(total=len(cohort), unit="nb", desc=f"autograde {assignment} ×{processes}", file=sys.stderr)
+    threads = max(1, (os.cpu_count() or 1) // processes) if processes > 1 else None
     logs = course.root / PREFLIGHT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     todo, results, deaths = list(cohort), {}, {}
@@ -178,9 +178,9 @@ def grade(hw: Assignment, jobs: int | None = None, students: list[str] | None = 
     for attempt in range(3):  # a submission that met a locked SQLite gradebook is graded again, with fewer workers
         if not todo:
             break
-        workers = max(1, jobs // (attempt + 1))
+        pool_size = max(1, processes // (attempt + 1))
         try:
-            with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+            with cf.ProcessPoolExecutor(pool_size, mp_context=multiprocessing.get_context("spawn"),
                                         initializer=init_worker,
                                         initargs=(str(course.root), {**overrides, "submitted_directory": CHECKED},
                                                   threads, str(logs))) as pool:
@@ -249,7 +249,7 @@ def summary_text(summary: Batch, by: str = "") -> str:
     ok = [r for r in summary.results if r.ok]
     graded = [r.score for r in ok if r.score is not None]
     lines.append("")
-    lines.append(f"{summary.assignment}: {len(summary.results)} student(s) autograded {by or 'with'} {summary.jobs} worker(s) "
+    lines.append(f"{summary.assignment}: {len(summary.results)} student(s) autograded {by or 'with'} {summary.workers} worker(s) "
                  f"in {summary.wall:.1f} s ({summary.wall / max(1, len(summary.results)):.2f} s per submission); "
                  f"gradebook {summary.db_url.split('@')[-1]}")
     if graded:

@@ -1,4 +1,4 @@
-"""``python -m coursekit grade [ASSIGNMENT ...] [--jobs N] [--db URL] [--student ID ...] [--force]``: pre-flight, then
+"""``python -m coursekit grade [ASSIGNMENT ...] [--workers N] [--db URL] [--student ID ...] [--force]``: pre-flight, then
 autograde with N parallel workers (``coursekit.autograde.batch``), or through the grading queue (``--queue``,
 ``--watch``: ``coursekit.queue.client``)."""
 from __future__ import annotations
@@ -13,7 +13,8 @@ from ..course import Course
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit grade", description=__doc__.split("\n\n")[0])
     parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
-    parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
+    parser.add_argument("--workers", "-w", "--jobs", "-j", dest="workers", type=int, default=None,
+                        help="grading processes on this machine (default: CPU count; --jobs is the old name)")
     parser.add_argument("--db", default=None, help="gradebook URL (default: nbgrader_config.py's)")
     parser.add_argument("--student", action="append", help="only these students (repeatable)")
     parser.add_argument("--force", action="store_true", help="regrade submissions that were already autograded")
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.assignment and not course.students("submitted", hw.name):
             print(f"{hw.name}: no submissions in {course.folder('submitted')}, skipped")
             continue
-        summary = batch.grade(hw, args.jobs, args.student, args.force, not args.no_progress, overrides)
+        summary = batch.grade(hw, args.workers, args.student, args.force, not args.no_progress, overrides)
         print(batch.summary_text(summary))
         status |= bool(summary.failures)
     return int(status)

@@ -1,4 +1,4 @@
-"""``python -m coursekit report [ASSIGNMENT ...] [--only catalog|hostile] [--jobs N]``: regenerate the grading
+"""``python -m coursekit report [ASSIGNMENT ...] [--only catalog|hostile] [--workers N]``: regenerate the grading
 report's tables from real autograde runs of each assignment's planted submissions (``coursekit.grading_report``)."""
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from ..course import Course
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit report", description=__doc__.split("\n\n")[0])
     parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
-    parser.add_argument("--jobs", "-j", type=int, default=None, help="autograde workers for the catalogue")
+    parser.add_argument("--workers", "-w", "--jobs", "-j", dest="workers", type=int, default=None,
+                        help="grading processes for the catalogue (--jobs is the old name)")
     parser.add_argument("--only", choices=["catalog", "hostile"], help="regenerate one kind of table only")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     args = parser.parse_args(argv)
@@ -22,5 +23,5 @@ def main(argv: list[str] | None = None) -> int:
     # outside /tmp: the sandbox replaces /tmp with its own, and the hostile cohort's secrets must be really there
     with tempfile.TemporaryDirectory(prefix="coursekit-report-", dir="/var/tmp") as tmp:
         for hw in Course.load(args.root).assignments(args.assignment):
-            status |= grading_report.run_report(hw, kinds, args.jobs, Path(tmp))
+            status |= grading_report.run_report(hw, kinds, args.workers, Path(tmp))
     return status

@@ -55,12 +55,12 @@ submission once it has been quiet for ``settle_s``, at a higher priority than a 
 ``max_gradings`` automatic gradings per student and assignment, and none after the assignment's due date in the
 gradebook (late work waits for the instructor's own run, where nbgrader applies its late penalty).
 
-The parts (``c.GradingQueue.backend`` picks the implementation by name, as ``c.GradingSandbox.backend`` does):
+The parts (``c.GradingQueue.backend`` is the implementation's class, a dotted name as every nbgrader plugin):
 
 ``GradingQueue``   (here) the settings, ``c.GradingQueue.<trait>`` in nbgrader_config.py
 ``QueueBackend``   (here) the interface: ``enqueue``, ``snapshot``, ``cancel``, ``work``, and the watcher's memory
 ``postgres``       the procrastinate implementation
-``graders``        a worker's grading processes (the local path's own ``init_worker`` / ``grade_one``)
+``processes``     a worker's grading processes (the local path's own ``init_worker`` / ``grade_one``)
 ``watch``          grading on submit
 ``client``         what ``grade --queue``/``--wait``/``--watch``, ``status`` and ``cancel`` do with a backend
 """
@@ -69,7 +69,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from traitlets import Float, Integer, Unicode
+from traitlets import Float, Integer, TraitError, Type, Unicode
 from traitlets.config import LoggingConfigurable
 
 from .. import CourseKitError
@@ -84,8 +84,9 @@ class QueueUnavailable(CourseKitError):
 class GradingQueue(LoggingConfigurable):
     """Settings of the grading queue (``c.GradingQueue.<trait>`` in nbgrader_config.py)."""
 
-    backend = Unicode("procrastinate", help="The queue implementation (see coursekit.queue.BACKENDS).").tag(
-        config=True)
+    backend = Type("coursekit.queue.postgres.ProcrastinateQueue", klass="coursekit.queue.QueueBackend",
+                   help="The queue implementation: a coursekit.queue.QueueBackend subclass, as a class or its dotted "
+                        "name (as nbgrader's own plugins are configured).").tag(config=True)
     db_url = Unicode("", help="The queue's PostgreSQL database (a SQLAlchemy or libpq URL). Empty: the gradebook's "
                               "(CourseDirectory.db_url), which must then be PostgreSQL.").tag(config=True)
     schema = Unicode("grading_queue", help="PostgreSQL schema holding the queue's tables (created on first "
@@ -105,11 +106,11 @@ class GradingQueue(LoggingConfigurable):
                                "long (a copy in progress is not graded half-way).").tag(config=True)
 
     def implementation(self, course) -> "QueueBackend":
-        from traitlets.utils.importstring import import_item
-
-        if self.backend not in BACKENDS:
-            raise QueueUnavailable(f"unknown grading queue backend {self.backend!r} (known: {', '.join(BACKENDS)})")
-        return import_item(BACKENDS[self.backend])(course, self)
+        try:
+            backend = self.backend
+        except (TraitError, ImportError) as error:
+            raise QueueUnavailable(f"c.GradingQueue.backend: {error}") from None
+        return backend(course, self)
 
 
 @dataclass
@@ -231,7 +232,6 @@ class QueueBackend:
 
 
 # Implementations by name (jupyter-cache picks its executors the same way; so does coursekit.sandbox).
-BACKENDS = {"procrastinate": "coursekit.queue.postgres.ProcrastinateQueue"}
 
 
 def open_queue(course) -> QueueBackend:

@@ -176,7 +176,7 @@ class SandboxProvisioner(LocalProvisioner):
             self._log.close()
             self._log = None
         if self._cgroup is not None:
-            for problem in self._cgroup.report():
+            for problem in self._cgroup.limits_hit():
                 self.log.warning("%s: %s", self._label, problem)
         if self._owned:
             if self._cgroup is not None:

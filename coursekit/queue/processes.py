@@ -2,7 +2,7 @@
 
 A grading process is set up by ``autograde.batch.init_worker`` (nbgrader's API on the course's configuration, its
 stderr into a log file, thread pools sized for the machine) and grades with ``autograde.batch.grade_one`` (stock
-``NbGraderAPI.autograde(..., force=True, create=True)``): exactly what a worker of ``grade --jobs N`` does. It is
+``NbGraderAPI.autograde(..., force=True, create=True)``): exactly what a worker of ``grade --workers N`` does. It is
 started once and reused (importing nbgrader and PyTorch is a good share of a submission's time).
 
 It dies with its worker: ``PR_SET_PDEATHSIG`` (Linux's documented prctl) sends it SIGKILL when the worker process
@@ -43,7 +43,7 @@ def _serve(conn, parent: int, root: str, overrides: dict, threads: int | None, l
         conn.send(batch.grade_one(assignment, student))
 
 
-class Grader:
+class GradingProcess:
     """One grading process (spawned, so nothing of the worker's event loop or connections is inherited)."""
 
     def __init__(self, root: Path, overrides: dict, threads: int | None, log_dir: Path):
@@ -71,25 +71,25 @@ class Grader:
         self.conn.close()
 
 
-class Graders:
+class ProcessPool:
     """Up to ``slots`` grading processes, started when first needed, replaced when one was killed."""
 
     def __init__(self, root: Path, overrides: dict, slots: int, log_dir: Path):
         self.root, self.overrides, self.slots, self.log_dir = root, overrides, slots, log_dir
         # As the local pool does: N grading kernels on one machine share its cores (unless OMP_NUM_THREADS says).
         self.threads = max(1, (os.cpu_count() or 1) // slots) if slots > 1 else None
-        self.idle: list[Grader] = []
+        self.idle: list[GradingProcess] = []
         log_dir.mkdir(parents=True, exist_ok=True)
 
-    def take(self) -> Grader:
+    def take(self) -> GradingProcess:
         while self.idle:
             grader = self.idle.pop()
             if grader.alive():
                 return grader
             grader.kill()
-        return Grader(self.root, self.overrides, self.threads, self.log_dir)
+        return GradingProcess(self.root, self.overrides, self.threads, self.log_dir)
 
-    def give_back(self, grader: Grader) -> None:
+    def give_back(self, grader: GradingProcess) -> None:
         if grader.alive():
             self.idle.append(grader)
         else:
