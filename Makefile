@@ -14,11 +14,12 @@ EXEC_TIMEOUT = $(shell $(BIN)/python -m coursekit book timeout)
 CACHE        = _build/.jupyter_cache
 EXECUTOR    ?= local-parallel
 
-.PHONY: book cache test release clean help publish grade bench report
+.PHONY: book cache test test-fast release clean help publish grade bench report
 
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
 	@echo "make test     run the whole test suite (pytest; includes browser tests)"
+	@echo "make test-fast  the unit tests only (tests/unit/, under a minute): run them while you work"
 	@echo "make release  regenerate release/ from assignments/ with nbgrader (ASSIGNMENT=name: only that one)"
 	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
 	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
@@ -64,6 +65,9 @@ cache:
 
 test: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)  # the unit tests (tests/unit/: no kernel, no network, no root): what to run while working
+	$(BIN)/python -m pytest tests/unit -q
 
 release: $(STAMP)
 	for a in $(ASSIGNMENT); do PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done  # nbgrader runs `alembic` from PATH

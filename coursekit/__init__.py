@@ -24,14 +24,14 @@ a sandbox (Docker, …)       ``sandbox/``: a ``Backend`` (``probe``, ``command`
 the grading queue           ``queue/``: a ``QueueBackend`` (``enqueue``, ``snapshot``, ``cancel``, ``work``), chosen by
                             ``c.GradingQueue.backend`` (procrastinate on PostgreSQL); grading on submit: ``queue/watch.py``
 a command                   ``commands/<verb>.py`` with ``main(argv)``, listed in ``__main__.py``: it parses its
-                            arguments and calls the library, nothing more (``tests/test_package.py`` reads the imports)
+                            arguments and calls the library, nothing more (``tests/unit/test_package.py`` reads the imports)
 ==========================  =============================================================================================
 
 Shared pieces: ``course`` (the course and its assignments, loaded once), ``notebook`` (cell roles and the solution and
 hidden-test regions: the only parser of them), ``book`` (``_toc.yml`` and ``_config.yml``), ``planting`` (planted
 submissions), ``grading_report`` (the book's grading-report tables from real runs of them), ``leaks`` (the leak guard),
 ``logs``. Nothing outside ``commands/`` imports from it, no module imports another's private name, and no imports go
-round in a cycle (``tests/test_package.py`` reads them).
+round in a cycle (``tests/unit/test_package.py`` reads them).
 """
 import os
 import shutil

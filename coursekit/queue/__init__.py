@@ -15,7 +15,7 @@ Design notes
 by ``autograde.batch.init_worker`` and running ``autograde.batch.grade_one``: stock nbgrader's
 ``NbGraderAPI.autograde(assignment, student, force=True, create=True)`` on pre-flight's checked copy, with the
 grading sandbox and the checker configured by ``nbgrader_config.py``, writing the gradebook. So both paths give
-the same gradebook (``tests/test_queue.py`` compares the exports).
+the same gradebook (``tests/e2e/test_queue.py`` compares the exports).
 
 **The engine: procrastinate** (``postgres.py``; pinned in requirements.txt with its psycopg 3 driver). It needs
 nothing but the PostgreSQL server the kit already supports for the gradebook: jobs are rows, workers take them with

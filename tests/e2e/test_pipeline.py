@@ -10,7 +10,7 @@ generate_feedback`` (HTML per student, no hidden test source, no model answer).
 (``COURSE_TEST_PG_URL``: ``.ci/run`` starts one and sets it, so CI always runs it; a missing server is a failure, not
 a skip; locally ``-m "not postgres"``). It must give exactly the stock SQLite run's scores, name the pre-flight
 problem, leave ``submitted/`` untouched, and replace (not duplicate) rows on a regrade. (The same command on SQLite
-is run by tests/test_hostile_cohort.py, next to the stock command, with the same scores required.)
+is run by tests/e2e/test_hostile_cohort.py, next to the stock command, with the same scores required.)
 """
 from __future__ import annotations
 

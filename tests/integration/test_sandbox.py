@@ -244,7 +244,7 @@ def test_nothing_of_a_killed_grading_run_stays_behind(config, tmp_path):
     script = tmp_path / "grade.py"
     script.write_text(textwrap.dedent(f"""
         import nbformat, sys
-        sys.path.insert(0, {str(ROOT / "tests")!r})
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "tests" / "integration")!r}]
         from test_sandbox import grade
         from traitlets.config.loader import PyFileConfigLoader
         config = PyFileConfigLoader("nbgrader_config.py", path={str(ROOT)!r}).load_config()

@@ -116,3 +116,17 @@ def test_the_reader_finds_each_kind_of_broken_rule(tmp_path):
     assert "coursekit/queue/client.py:2: imports coursekit.commands.grade (up into the commands)" in text
     assert "an import cycle: coursekit.a -> coursekit.b" in text
     assert "an import cycle: coursekit.commands.grade -> coursekit.queue.client" in text
+
+
+def test_the_fast_lane_starts_no_kernel_and_stays_on_this_machine():
+    """tests/unit/ is what a developer runs while working (make test-fast): tests/conftest.py refuses a kernel or a
+    connection beyond this machine there, so a slow or networked test cannot creep in."""
+    import socket
+
+    import pytest
+    from jupyter_client.manager import KernelManager
+
+    with pytest.raises(AssertionError, match="started a Jupyter kernel"):
+        KernelManager(kernel_name="python3").start_kernel()
+    with pytest.raises(AssertionError, match="stay on this machine"):
+        socket.create_connection(("192.0.2.1", 80), timeout=1)  # TEST-NET-1: never routed
