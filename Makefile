@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=25  # 2 xdist workers, a module each, tests/conftest.py's order
-JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # The assignments `make release`, `make grade` and `make report` work on (names under assignments/): all by default.
 ASSIGNMENT ?= $(notdir $(patsubst %/,%,$(dir $(wildcard assignments/*/*.ipynb))))
 
@@ -14,16 +14,17 @@ EXEC_TIMEOUT = $(shell $(BIN)/python -m coursekit book timeout)
 CACHE        = _build/.jupyter_cache
 EXECUTOR    ?= local-parallel
 
-.PHONY: book cache test release clean help publish grade bench report
+.PHONY: book cache test test-fast release clean help publish grade bench report
 
 help:
 	@echo "make book     build the site into _build/html (executes chapters; cached)"
 	@echo "make test     run the whole test suite (pytest; includes browser tests)"
+	@echo "make test-fast  the unit tests only (tests/unit/, under a minute): run them while you work"
 	@echo "make release  regenerate release/ from assignments/ with nbgrader (ASSIGNMENT=name: only that one)"
 	@echo "make publish  build the public site + student tree into _build/publish (leak-checked)"
 	@echo "make cache    execute the book's notebooks in parallel into _build/.jupyter_cache (part of make book)"
 	@echo "make clean    remove _build"
-	@echo "make grade    autograde submitted/ in parallel (JOBS=$(JOBS) workers, ASSIGNMENT=...; book/instructors.md)"
+	@echo "make grade    autograde submitted/ in parallel (WORKERS=$(WORKERS) processes, ASSIGNMENT=...; book/instructors.md)"
 	@echo "make bench    run the benchmarks in bench/ (site build, autograde, learner, reader); see bench/README.md"
 	@echo "make report   regenerate the grading report's tables (planted submissions, autograded for real)"
 
@@ -65,6 +66,9 @@ cache:
 test: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+test-fast: $(STAMP)  # the unit tests (tests/unit/: no kernel, no network, no root): what to run while working
+	$(BIN)/python -m pytest tests/unit -q
+
 release: $(STAMP)
 	for a in $(ASSIGNMENT); do PATH="$(abspath $(BIN)):$$PATH" $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done  # nbgrader runs `alembic` from PATH
 
@@ -75,7 +79,7 @@ publish: book
 	$(BIN)/python -m coursekit publish --out _build/publish --site _build/html
 
 grade: $(STAMP)
-	$(BIN)/python -m coursekit grade $(ASSIGNMENT) --jobs $(JOBS)
+	$(BIN)/python -m coursekit grade $(ASSIGNMENT) --workers $(WORKERS)
 
 report: $(STAMP)  # each assignment's planted submissions: assignments/<id>/grading/planted.py
 	$(BIN)/python -m coursekit report $(ASSIGNMENT)

@@ -157,7 +157,7 @@ def bench(ASSIGNMENT: str, args, work: Path, course: Path) -> bool:  # noqa: N80
     differ = sorted(s for s in set(course_rows) | set(stock_rows) if course_rows.get(s) != stock_rows.get(s))
     stock_same = all("noisy" in s for s in differ)
 
-    par_total, proc = sh([BIN / "python", "-m", "coursekit", "grade", ASSIGNMENT, "--jobs", args.jobs, "--force",
+    par_total, proc = sh([BIN / "python", "-m", "coursekit", "grade", ASSIGNMENT, "--workers", args.jobs, "--force",
                           "--no-progress"], course, check=False)
     sh([BIN / "nbgrader", "export", "--to", work / f"parallel-{ASSIGNMENT}.csv"], course)
     same = (work / f"sequential-{ASSIGNMENT}.csv").read_text() == (work / f"parallel-{ASSIGNMENT}.csv").read_text()

@@ -148,7 +148,7 @@ def main(argv=None) -> int:
             halves = [students[0::2], students[1::2]]
 
             def local(half):  # the embedded pool on one half (pre-flight, as always, of the whole cohort)
-                seconds, proc = sh([sys.executable, "-m", "coursekit", "grade", name, "--jobs", w, "--force",
+                seconds, proc = sh([sys.executable, "-m", "coursekit", "grade", name, "--workers", w, "--force",
                                     "--no-progress", f"--db={local_db}", *[f"--student={s}" for s in half]], root,
                                    check=False)
                 print(f"  local pool, {len(half)} submissions: {seconds:.1f} s (exit {proc.returncode})", flush=True)

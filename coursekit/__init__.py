@@ -11,6 +11,9 @@ an assignment               ``assignments/<id>/<id>.ipynb`` (nbgrader source) an
 a grading check             the assignment's test cells (they run in the checker: ``checker/``); a new kind of
                             verdict or message: ``checker/``
 an autograde step           ``autograde/`` (``c.Autograde.autograde_preprocessors``)
+batch grading               ``autograde/batch.py`` (``python -m coursekit grade``: N worker processes, stock nbgrader
+                            autograde, the summary); the checks before it: ``preflight.py`` (the checked copy in
+                            ``preflight/submitted/``)
 what feedback shows         ``feedback.py`` (``c.GenerateFeedback.preprocessors``)
 a learning platform         ``collect.py`` (``c.ZipCollectApp.collector_plugin``) and ``export.py``
                             (``c.ExportApp.plugin_class``)
@@ -20,12 +23,15 @@ the hosted course           ``commands/hub.py`` (accounts, folders, ``python -m 
 a sandbox (Docker, …)       ``sandbox/``: a ``Backend`` (``probe``, ``command``), chosen by ``c.GradingSandbox.backend``
 the grading queue           ``queue/``: a ``QueueBackend`` (``enqueue``, ``snapshot``, ``cancel``, ``work``), chosen by
                             ``c.GradingQueue.backend`` (procrastinate on PostgreSQL); grading on submit: ``queue/watch.py``
-a command                   ``commands/<verb>.py`` with ``main(argv)``, listed in ``__main__.py``
+a command                   ``commands/<verb>.py`` with ``main(argv)``, listed in ``__main__.py``: it parses its
+                            arguments and calls the library, nothing more (``tests/unit/test_package.py`` reads the imports)
 ==========================  =============================================================================================
 
 Shared pieces: ``course`` (the course and its assignments, loaded once), ``notebook`` (cell roles and the solution and
 hidden-test regions: the only parser of them), ``book`` (``_toc.yml`` and ``_config.yml``), ``planting`` (planted
-submissions), ``leaks`` (the leak guard), ``logs``.
+submissions), ``grading_report`` (the book's grading-report tables from real runs of them), ``leaks`` (the leak guard),
+``logs``. Nothing outside ``commands/`` imports from it, no module imports another's private name, and no imports go
+round in a cycle (``tests/unit/test_package.py`` reads them).
 """
 import os
 import shutil
@@ -33,8 +39,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOK = ROOT / "book"
-PREFLIGHT = "preflight"            # pre-flight's folder in the course root: preflight/submitted/ is the checked copy
+PREFLIGHT = "preflight"            # pre-flight's folder in the course root (its findings, the grading logs)
+CHECKED = f"{PREFLIGHT}/submitted"  # the checked copy nbgrader grades: --CourseDirectory.submitted_directory=preflight/submitted
 GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py
 
 # Never copied when a test, benchmark or report works on a copy of the course: environments, build output,

@@ -26,6 +26,8 @@ def main() -> int:
         for name, (_, help_) in COMMANDS.items():
             print(f"  {name:<12} {help_}")
         return 2
+    from traitlets import TraitError
+
     from . import CourseKitError
 
     module = importlib.import_module(COMMANDS[sys.argv[1]][0])
@@ -33,6 +35,9 @@ def main() -> int:
         return module.main(sys.argv[2:])
     except CourseKitError as error:
         print(f"coursekit {sys.argv[1]}: {error}", file=sys.stderr)
+        return 1
+    except TraitError as error:  # a setting of nbgrader_config.py that traitlets refused (e.g. a backend's name)
+        print(f"coursekit {sys.argv[1]}: a setting in nbgrader_config.py is wrong: {error}", file=sys.stderr)
         return 1
 
 

@@ -12,7 +12,7 @@ of its exchange API (``start``, ``init_src``, ``do_copy``, ``copy_files``):
                               one plain path component (``..``, ``/``), with an error naming it, and tells a user who
                               cannot reach the course's folder that they are not on its roster
 ``SafeExchangeCollect``       collects only folders owned by the student they name (the latest per student, as
-                              stock), copies only regular files and folders, never follows a link, skips FIFOs,
+                              stock), copies them with ``safecopy`` (regular files and folders only), never follows a link, skips FIFOs,
                               devices, sockets and files over ``c.GradingSandbox.max_file_mb``, bounds a submission's
                               size and file count, and names the student and file in a warning for everything left out
 ``SafeExchangeSubmit``        stock submit, then the submission made unreadable to other users (stock leaves it
@@ -47,7 +47,6 @@ UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]|\.\.|^\.|^\s|\s$")
 NAMES = {"course_id": "course", "assignment_id": "assignment", "student_id": "student", "notebook_id": "notebook"}
 # A submission's folder: its student and the grader's group (inherited from the exchange's inbound folder), nobody else.
 SUBMISSION_MODE = 0o770
-MAX_DEPTH = 16
 
 
 def unsafe_name(kind: str, value: str) -> str | None:
@@ -141,13 +140,6 @@ def _owner(uid: int) -> str:
 class SafeExchangeCollect(SafeNames, ExchangeCollect):
     """Collect without trusting the inbound folder: see the module's docstring."""
 
-    def _sandbox_limits(self) -> tuple[int, int]:
-        from .sandbox import GradingSandbox
-
-        policy = GradingSandbox(config=self.config)
-        max_file = min(policy.max_file_mb << 20, 1000 * self.coursedir.max_file_size)
-        return max_file, policy.max_files
-
     def init_src(self):
         """The latest submission of each student (before the due date with ``--before-duedate``), as stock, from the
         folders that student owns; anything else in inbound is named in a warning and left there."""
@@ -200,101 +192,28 @@ class SafeExchangeCollect(SafeNames, ExchangeCollect):
         return Gradebook(self.coursedir.db_url, self.coursedir.course_id)
 
     def do_copy(self, src, dest, log=None):
-        """Copy the submission folder ``src`` to ``dest``: regular files and folders only, nothing followed."""
-        student = os.path.basename(src).rsplit("+", 3)[0]
-        max_file, max_files = self._sandbox_limits()
-        budget = {"bytes": 1000 * self.coursedir.max_dir_size, "files": max_files}
-        fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            os.makedirs(dest)
-            self._copy_folder(fd, dest, "", student, max_file, budget, 0)
-        finally:
-            os.close(fd)
-        self._check_timestamp(src, dest, student)
-
-    def _skip(self, student: str, relname: str, why: str) -> None:
-        self.log.warning("%s: %s not collected: %s", student, relname, why)
-
-    def _copy_folder(self, src_fd: int, dest: str, rel: str, student: str, max_file: int, budget: dict,
-                     depth: int) -> None:
+        """Copy the submission folder ``src`` to ``dest`` (``safecopy``: regular files and folders only, nothing
+        followed, within the sandbox's limits and ``CourseDirectory``'s total size, ignore and include lists)."""
         from fnmatch import fnmatch
 
-        with os.scandir(src_fd) as entries:
-            listing = sorted(entries, key=lambda e: e.name)
-        for entry in listing:
-            relname = os.path.join(rel, entry.name)
-            if any(fnmatch(entry.name, pattern) for pattern in self.coursedir.ignore):
-                continue
-            info = entry.stat(follow_symlinks=False)
-            kind = stat.S_IFMT(info.st_mode)
-            if kind == stat.S_IFDIR:
-                if depth >= MAX_DEPTH:
-                    self._skip(student, relname, f"folders nested deeper than {MAX_DEPTH}")
-                    continue
-                try:
-                    sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src_fd)
-                except OSError as error:
-                    self._skip(student, relname, f"cannot be opened ({error.strerror})")
-                    continue
-                try:
-                    os.mkdir(os.path.join(dest, entry.name))
-                    self._copy_folder(sub, os.path.join(dest, entry.name), relname, student, max_file, budget,
-                                      depth + 1)
-                finally:
-                    os.close(sub)
-            elif kind == stat.S_IFREG:
-                include = self.coursedir.include
-                if include and not any(fnmatch(entry.name, pattern) for pattern in include):
-                    continue
-                self._copy_file(src_fd, entry.name, os.path.join(dest, entry.name), relname, student, max_file,
-                                budget, info.st_size)
-            elif kind == stat.S_IFLNK:
-                try:
-                    target = os.readlink(entry.name, dir_fd=src_fd)
-                except OSError:
-                    target = "?"
-                self._skip(student, relname, f"a symbolic link (to {target}), never followed")
-            else:
-                what = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device",
-                        stat.S_IFBLK: "a device"}.get(kind, "not a regular file")
-                self._skip(student, relname, f"{what}, never opened")
+        from .safecopy import Limits, copy_tree
+        from .sandbox import GradingSandbox
 
-    def _copy_file(self, src_fd: int, name: str, target: str, relname: str, student: str, max_file: int,
-                   budget: dict, size: int) -> None:
-        if size > max_file:
-            self._skip(student, relname, f"{size / 2**20:.1f} MiB, over the {max_file / 2**20:.0f} MiB limit "
-                                         f"(c.GradingSandbox.max_file_mb)")
-            return
-        if budget["files"] <= 0:
-            self._skip(student, relname, "the submission holds more files than c.GradingSandbox.max_files")
-            return
-        if size > budget["bytes"]:
-            self._skip(student, relname, "the submission is larger than c.CourseDirectory.max_dir_size")
-            return
-        try:  # the folder is the student's: what was a file a moment ago may be a link or a FIFO now
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=src_fd)
-        except OSError as error:
-            self._skip(student, relname, f"cannot be opened ({error.strerror})")
-            return
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                self._skip(student, relname, "changed into something other than a regular file")
-                return
-            written = 0
-            with open(target, "wb") as out:
-                while chunk := os.read(fd, 1 << 20):
-                    written += len(chunk)
-                    if written > max_file or written > budget["bytes"]:
-                        break
-                    out.write(chunk)
-            if written > max_file or written > budget["bytes"]:
-                os.unlink(target)
-                self._skip(student, relname, "grew past the size limit while it was copied")
-                return
-            budget["bytes"] -= written
-            budget["files"] -= 1
-        finally:
-            os.close(fd)
+        student = os.path.basename(src).rsplit("+", 3)[0]
+        policy = GradingSandbox(config=self.config)
+        limits = Limits(min(policy.max_file_mb << 20, 1000 * self.coursedir.max_file_size), policy.max_files,
+                        1000 * self.coursedir.max_dir_size)
+        ignore, include = self.coursedir.ignore, self.coursedir.include
+
+        def wanted(relative: str, is_folder: bool) -> bool:  # as nbgrader's own copy filters by name
+            name = os.path.basename(relative)
+            if any(fnmatch(name, pattern) for pattern in ignore):
+                return False
+            return is_folder or not include or any(fnmatch(name, pattern) for pattern in include)
+
+        for left in copy_tree(src, dest, limits, wanted):
+            self.log.warning("%s: %s not collected: %s", student, left.path, left.why)
+        self._check_timestamp(src, dest, student)
 
     def _check_timestamp(self, src: str, dest: str, student: str) -> None:
         """nbgrader reads the submission time from timestamp.txt, which the student wrote: a missing or unreadable

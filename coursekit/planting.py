@@ -162,7 +162,7 @@ def remove_demo(assignment: Assignment) -> list[str]:
 
     from nbgrader.api import MissingEntry
 
-    from . import PREFLIGHT
+    from . import CHECKED
 
     course = assignment.course
     demo = [sub.student for sub in demo_cohort(assignment)]
@@ -180,7 +180,7 @@ def remove_demo(assignment: Assignment) -> list[str]:
             if folder.is_dir():
                 shutil.rmtree(folder)
                 removed.append(student)
-    checked = course.root / PREFLIGHT / "submitted"
+    checked = course.root / CHECKED
     for student in demo:
         if (checked / student).is_dir():
             shutil.rmtree(checked / student)

@@ -44,6 +44,37 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: file order within and after
 
 
+UNIT = Path(__file__).resolve().parent / "unit"
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_kernel_and_stay_local(request, monkeypatch):
+    """The fast lane (``tests/unit/``, ``make test-fast``): no Jupyter kernel is started there and nothing reaches
+    beyond this machine; a test that needs either belongs in ``tests/integration/`` or ``tests/e2e/``."""
+    if UNIT not in Path(request.node.path).resolve().parents:
+        yield
+        return
+    import socket
+
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a unit test started a Jupyter kernel: move it to tests/integration/")
+
+    monkeypatch.setattr(KernelManager, "start_kernel", refused)
+    monkeypatch.setattr(AsyncKernelManager, "_async_start_kernel", refused)
+    connect = socket.socket.connect
+
+    def local_only(sock, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+            raise AssertionError(f"a unit test connected to {address!r}: unit tests stay on this machine")
+        return connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", local_only)
+    yield
+
+
 def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None, check: bool = True):
     """Run a command, returning CompletedProcess; on failure show its output in the assertion."""
     full_env = venv_env(**(env or {}))
@@ -133,7 +164,7 @@ def hostile_run(name: str):
     book's table; yields its run with the assignment, the course root and the rows; removes the copy afterwards."""
     import tempfile
 
-    from coursekit.commands import report
+    from coursekit import grading_report as report
 
     base = Path(tempfile.mkdtemp(prefix=f"hostile-{name}-", dir="/var/tmp"))
     try:

@@ -11,7 +11,7 @@ A chapter hands a number to its text with ``course_lib.glue(name, value, spec)``
   myst-nb's ``glue`` role, found through docutils' public role lookup: it pastes the output glued under that name.
   An unknown name is myst-nb's usual glue warning, which fails the ``-W`` build.
 
-``tests/test_build.py`` builds a small book with this extension and checks a glued number, a formatted value and a
+``tests/content/test_build.py`` builds a small book with this extension and checks a glued number, a formatted value and a
 missing name (the canary for the two packages' interfaces this relies on).
 """
 from __future__ import annotations

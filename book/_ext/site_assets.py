@@ -145,7 +145,7 @@ def _start_katex_server(app):
     We run its server script (``SCRIPT_PATH``) with ``node`` ourselves, giving it katex by absolute path (its own
     ``build_command`` spells a path relative to its folder without resolving symlinks, which breaks where .venv is
     a symlink), and set the class's ``katex_server``, which sphinxcontrib-katex then uses for every formula.
-    tests/test_build.py checks the handover.
+    tests/content/test_build.py checks the handover.
     """
     if not (_uses_katex(app) and app.config.katex_prerender):
         return

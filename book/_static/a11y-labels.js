@@ -1,4 +1,4 @@
-// "Label in Name" (WCAG 2.5.3), found by axe-core in tests/test_site_browser.py: a few controls of the theme carry
+// "Label in Name" (WCAG 2.5.3), found by axe-core in tests/e2e/test_site_browser.py: a few controls of the theme carry
 // an aria-label that differs from the text sighted readers see (and speech-input users say). Loaded through
 // html_js_files in _config.yml (deferred, as every page script: book/_ext/site_assets.py).
 // It only reads attributes and text, never layout, so it costs the page no style or layout work.

@@ -2,7 +2,7 @@
 
 Imported once by multiprocessing's forkserver (with PyTorch, nbgrader and the checker), so every child starts
 already loaded. ``run`` receives the job, takes the parent's environment and folder, starts the kernel in the slot
-the parent made (``coursekit.sandbox.provisioner.assign``), and runs ``GradingExecute.grade``, reporting every cell
+the parent made (``coursekit.sandbox.provisioner.assign``), and runs the parent's ``GradingExecute.grade`` (its class comes with the job), reporting every cell
 when it is final and every log line, as JSON on the pipe. It never removes the slot: the parent does, whatever
 happens here.
 """
@@ -28,12 +28,11 @@ from ..checker.plan import Plan
 from ..notebook import role
 from ..sandbox import provisioner
 from ..sandbox.slot import Slot
-from . import execute
 
 
 def _warm() -> None:
     """What every grading would otherwise build afresh in each child: nbformat's compiled schema, torch's first calls,
-    the preprocessor's traits. Single-threaded (torch's thread pool is never started in the server, which forks)."""
+    Single-threaded (torch's thread pool is never started in the server, which forks)."""
     import torch.nn.functional as F
     from nbformat.validator import get_validator
 
@@ -41,7 +40,6 @@ def _warm() -> None:
     torch.set_num_threads(1)
     x = torch.randn(2, 3, 4)
     torch.testing.assert_close(F.softmax(x @ x.transpose(1, 2), dim=-1).sum(-1), torch.ones(2, 3))
-    execute.GradingExecute()
     for name in _setup_imports(Path.cwd()):
         try:
             importlib.import_module(name)
@@ -148,7 +146,7 @@ def run(conn) -> None:
         logging.getLogger(name).handlers[:] = [_Forward(send)]
     provisioner.assign(Slot.given(job["slot"]))
     nb = nbformat.from_dict(job["nb"])
-    ge = execute.GradingExecute(config=job["config"])
+    ge = job["grader"](config=job["config"])  # the parent's preprocessor class (GradingExecute or a subclass)
     ge.log = log
     most = job["output_limit"]
     try:

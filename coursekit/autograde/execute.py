@@ -24,11 +24,7 @@ from traitlets import Bool
 from .. import CourseKitError
 from ..logs import printable, who
 from ..notebook import delimiters, grade_id
-
-
-def _error(ename: str, evalue: str) -> NotebookNode:
-    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
-                        traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
+from .stopped import error_output as _error, mark_not_run as _not_run, not_run
 
 
 class GradingExecute(Execute):
@@ -244,21 +240,3 @@ class GradingExecute(Execute):
         if not hasattr(self, "_limit_bytes"):
             self._limit_bytes = GradingSandbox(parent=self).output_limit_mb << 20
         return self._limit_bytes
-
-
-def not_run(nb, plan, ename: str, why: str, indices) -> None:
-    """Mark the code cells at ``indices`` not run (``ename``: the cause), their tests failed with ``why``."""
-    for index in indices:
-        cell = nb.cells[index]
-        if cell.cell_type != "code":
-            continue
-        cell.outputs = [_error(ename, why)]
-        cell.execution_count = None
-        if grade_id(cell) in plan.tests:
-            _not_run(cell, why)
-
-
-def _not_run(cell, why: str) -> None:
-    cell.outputs = [_error("NotRun", why)]
-    cell.setdefault("metadata", {}).setdefault("coursekit", {})["check"] = {
-        "passed": False, "ename": "NotRun", "message": why, "line": None}

@@ -42,7 +42,8 @@ def _context():
         CONTEXT = multiprocessing.get_context("forkserver")
         # "__main__": the grading program's own main module (nbgrader's, coursekit's), imported once by the server;
         # without it every child would import it again (about a second for nbgrader's) before it starts.
-        CONTEXT.set_forkserver_preload(["__main__", "coursekit.autograde.child"])
+        # The grading preprocessor's module too: the child runs the parent's own class (``job["grader"]``).
+        CONTEXT.set_forkserver_preload(["__main__", "coursekit.autograde.execute", "coursekit.autograde.child"])
     return CONTEXT
 
 
@@ -54,7 +55,7 @@ def grade_in_process(ge, nb, resources, plan, salt: str, seconds: float):
     """Grade ``nb`` as ``ge.grade`` would, in a child process bounded from outside (see the module's docstring)."""
     from ..sandbox import GradingSandbox
     from ..sandbox.slot import Slot
-    from .execute import not_run
+    from .stopped import not_run
 
     policy = GradingSandbox(parent=ge)
     slot = Slot.open(policy)
@@ -75,7 +76,7 @@ def grade_in_process(ge, nb, resources, plan, salt: str, seconds: float):
         there.close()
         if slot.checker is not None:
             slot.checker.join(child.pid)
-        job = {"config": ge.config, "nb": nb, "resources": _plain(resources), "plan": plan.to_json(), "salt": salt,
+        job = {"grader": type(ge), "config": ge.config, "nb": nb, "resources": _plain(resources), "plan": plan.to_json(), "salt": salt,
                "output_limit": policy.output_limit_mb << 20,
                "deadline": deadline, "slot": slot.to_dict(), "env": _environment(), "cwd": os.getcwd(),
                "log_level": ge.log.getEffectiveLevel() if hasattr(ge.log, "getEffectiveLevel") else logging.INFO}

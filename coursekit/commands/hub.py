@@ -31,14 +31,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import ROOT, CourseKitError, copy_course
+from .. import GRADING_KERNEL, ROOT, CourseKitError, copy_course
 
 HUB = ROOT / "hub"
 PREFIX = Path("/opt/coursekit-hub")           # the environment every account runs: venv + node_modules + etc
@@ -185,7 +184,7 @@ def install(paths: Paths, log=print) -> bool:
         _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
               "--force-reinstall", str(build)])
         shutil.rmtree(build, ignore_errors=True)
-        _run([str(venv / "bin" / "jupyter"), "kernelspec", "install", "--sys-prefix", "--name", "course-grading",
+        _run([str(venv / "bin" / "jupyter"), "kernelspec", "install", "--sys-prefix", "--name", GRADING_KERNEL,
               str(ROOT / "coursekit" / "kernelspec")])
         package_stamp.write_text(want_package)
         changed = True

@@ -5,7 +5,7 @@
 Run it from the course root of a checkout at the same commit as the instructor's, with the environment and the
 grading sandbox, the course's shared folders (``submitted/``, ``preflight/``, ``autograded/``, as nbgrader's exchange
 already assumes) and access to the database. Each job is stock nbgrader's autograde of one submission in the sandbox,
-writing the gradebook, exactly as ``python -m coursekit grade --jobs N`` does (``coursekit/queue/`` says how jobs
+writing the gradebook, exactly as ``python -m coursekit grade --workers N`` does (``coursekit/queue/`` says how jobs
 survive a killed worker or a database restart). ``--slots N`` grades N submissions at once (one grading process and
 kernel each; N should not exceed the cores; several workers on one machine: set ``OMP_NUM_THREADS`` so their kernels
 share the cores). Ctrl-C or SIGTERM: no new job, running ones finish; a second time: they go back to the queue.

@@ -6,16 +6,16 @@ at the same commit, the environment, the sandbox, the course's shared folders an
 until it is stopped; ``python -m coursekit status`` shows done / running / queued / failed per student and in total
 with an ETA; ``python -m coursekit cancel`` takes queued jobs back; ``grade --queue --failed`` (or ``--student ID
 --force``) grades again; ``grade --watch`` enqueues new submissions as they arrive. Without ``--queue``, ``grade``
-keeps its embedded process pool (``commands/grade.py``), the default on one machine.
+keeps its embedded process pool (``autograde/batch.py``), the default on one machine.
 
 Design notes
 ============
 
 **One job is exactly the local path's unit of work.** A worker keeps one or more grading processes, each set up
-by ``commands.grade._init_worker`` and running ``commands.grade._grade_one``: stock nbgrader's
+by ``autograde.batch.init_worker`` and running ``autograde.batch.grade_one``: stock nbgrader's
 ``NbGraderAPI.autograde(assignment, student, force=True, create=True)`` on pre-flight's checked copy, with the
 grading sandbox and the checker configured by ``nbgrader_config.py``, writing the gradebook. So both paths give
-the same gradebook (``tests/test_queue.py`` compares the exports).
+the same gradebook (``tests/e2e/test_queue.py`` compares the exports).
 
 **The engine: procrastinate** (``postgres.py``; pinned in requirements.txt with its psycopg 3 driver). It needs
 nothing but the PostgreSQL server the kit already supports for the gradebook: jobs are rows, workers take them with
@@ -55,12 +55,12 @@ submission once it has been quiet for ``settle_s``, at a higher priority than a 
 ``max_gradings`` automatic gradings per student and assignment, and none after the assignment's due date in the
 gradebook (late work waits for the instructor's own run, where nbgrader applies its late penalty).
 
-The parts (``c.GradingQueue.backend`` picks the implementation by name, as ``c.GradingSandbox.backend`` does):
+The parts (``c.GradingQueue.backend`` is the implementation's class, a dotted name as every nbgrader plugin):
 
 ``GradingQueue``   (here) the settings, ``c.GradingQueue.<trait>`` in nbgrader_config.py
 ``QueueBackend``   (here) the interface: ``enqueue``, ``snapshot``, ``cancel``, ``work``, and the watcher's memory
 ``postgres``       the procrastinate implementation
-``graders``        a worker's grading processes (the local path's own ``_init_worker`` / ``_grade_one``)
+``processes``     a worker's grading processes (the local path's own ``init_worker`` / ``grade_one``)
 ``watch``          grading on submit
 ``client``         what ``grade --queue``/``--wait``/``--watch``, ``status`` and ``cancel`` do with a backend
 """
@@ -69,7 +69,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from traitlets import Float, Integer, Unicode
+from traitlets import Float, Integer, TraitError, Type, Unicode
 from traitlets.config import LoggingConfigurable
 
 from .. import CourseKitError
@@ -84,8 +84,9 @@ class QueueUnavailable(CourseKitError):
 class GradingQueue(LoggingConfigurable):
     """Settings of the grading queue (``c.GradingQueue.<trait>`` in nbgrader_config.py)."""
 
-    backend = Unicode("procrastinate", help="The queue implementation (see coursekit.queue.BACKENDS).").tag(
-        config=True)
+    backend = Type("coursekit.queue.postgres.ProcrastinateQueue", klass="coursekit.queue.QueueBackend",
+                   help="The queue implementation: a coursekit.queue.QueueBackend subclass, as a class or its dotted "
+                        "name (as nbgrader's own plugins are configured).").tag(config=True)
     db_url = Unicode("", help="The queue's PostgreSQL database (a SQLAlchemy or libpq URL). Empty: the gradebook's "
                               "(CourseDirectory.db_url), which must then be PostgreSQL.").tag(config=True)
     schema = Unicode("grading_queue", help="PostgreSQL schema holding the queue's tables (created on first "
@@ -105,11 +106,11 @@ class GradingQueue(LoggingConfigurable):
                                "long (a copy in progress is not graded half-way).").tag(config=True)
 
     def implementation(self, course) -> "QueueBackend":
-        from traitlets.utils.importstring import import_item
-
-        if self.backend not in BACKENDS:
-            raise QueueUnavailable(f"unknown grading queue backend {self.backend!r} (known: {', '.join(BACKENDS)})")
-        return import_item(BACKENDS[self.backend])(course, self)
+        try:
+            backend = self.backend
+        except (TraitError, ImportError) as error:
+            raise QueueUnavailable(f"c.GradingQueue.backend: {error}") from None
+        return backend(course, self)
 
 
 @dataclass
@@ -231,7 +232,6 @@ class QueueBackend:
 
 
 # Implementations by name (jupyter-cache picks its executors the same way; so does coursekit.sandbox).
-BACKENDS = {"procrastinate": "coursekit.queue.postgres.ProcrastinateQueue"}
 
 
 def open_queue(course) -> QueueBackend:

@@ -27,7 +27,7 @@ def enqueue(hw, students: list[str] | None = None, force: bool = False, failed: 
     ``failed``: only the students whose latest job failed (regraded whatever their folders say)."""
     import os
 
-    from ..commands import preflight
+    from .. import preflight
 
     course, name = hw.course, hw.name
     queue = queue or open_queue(course)
@@ -90,20 +90,21 @@ def follow(queue, assignment: str, job_ids: list[int], progress: bool = True, ev
             bar.close()
 
 
-def report(queue, hw, snap: Snapshot, wall: float) -> str:
-    """The local path's report (``commands.grade.report``): students, scores, seconds, failures with their causes."""
-    from ..commands.grade import Result, Summary, report as local_report, scores
+def summary_text(queue, hw, snap: Snapshot, wall: float) -> str:
+    """The local path's summary (``autograde.batch.summary_text``): students, scores, seconds, failures with their
+    causes."""
+    from ..autograde import batch
 
     course, name = hw.course, hw.name
-    results = [Result(j.student, j.state == "done", j.seconds or 0.0, "" if j.state == "done" else (j.cause or j.state))
+    results = [batch.Graded(j.student, j.state == "done", j.seconds or 0.0, "" if j.state == "done" else (j.cause or j.state))
                for j in snap.jobs]
     workers = {j.worker for j in snap.jobs if j.worker}
-    summary = Summary(name, len(workers), course.db_url, wall, results)
-    found = scores(course, name, [r.student for r in results if r.ok])
+    summary = batch.Batch(name, len(workers), course.db_url, wall, results)
+    found = batch.scores(course, name, [r.student for r in results if r.ok])
     for r in results:
         if r.student in found:
             r.score, r.max_score = found[r.student]
-    text = local_report(summary).replace(f"with {len(workers)} worker(s)", f"by the queue on {len(workers)} worker(s)")
+    text = batch.summary_text(summary, by="by the queue on")
     if summary.failures:
         text += (f"\nattempts and logs: python -m coursekit status {name} --student ID; grade the failed ones again "
                  f"with: python -m coursekit grade {name} --queue --failed")
@@ -204,7 +205,7 @@ def grade_main(args, course) -> int:
             continue
         if args.wait:
             snap = follow(queue, hw.name, [j.job_id for j in jobs], progress=not args.no_progress)
-            print(report(queue, hw, snap, time.monotonic() - start), flush=True)
+            print(summary_text(queue, hw, snap, time.monotonic() - start), flush=True)
             status |= bool(snap.counts["failed"] or snap.counts["cancelled"])
         else:
             print(f"progress: python -m coursekit status {hw.name} (or grade {hw.name} --queue --wait); workers: "

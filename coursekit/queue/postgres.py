@@ -343,12 +343,12 @@ class ProcrastinateQueue(QueueBackend):
     async def _work(self, name: str, slots: int, until_empty: bool) -> None:
         import signal
 
-        from ..commands.grade import CHECKED
-        from .graders import Graders
+        from .. import CHECKED, PREFLIGHT
+        from .processes import ProcessPool
 
         overrides = {"db_url": self.course.db_url, "submitted_directory": CHECKED}
-        logs = self.course.root / CHECKED.split("/")[0] / "logs" / re.sub(r"[^\w.-]", "_", name)
-        state = self.worker = _WorkerState(name, Graders(self.course.root, overrides, slots, logs))
+        logs = self.course.root / PREFLIGHT / "logs" / re.sub(r"[^\w.-]", "_", name)
+        state = self.worker = _WorkerState(name, ProcessPool(self.course.root, overrides, slots, logs))
         loop = asyncio.get_running_loop()
 
         def on_signal(signum):
@@ -411,7 +411,7 @@ class ProcrastinateQueue(QueueBackend):
                         await asyncio.wait_for(state.stop.wait(), timeout=delay)
                     delay = min(delay * 2, 15.0)
         finally:
-            state.graders.close()
+            state.processes.close()
             self.worker = None
         log.warning("worker %s: stopped (%d job(s) graded, %d failed)", name, state.graded, state.failed)
 
@@ -489,7 +489,7 @@ class ProcrastinateQueue(QueueBackend):
             "RETURNING id", [job.id, attempt, assignment, student, state.name])
         finish = ("UPDATE coursekit_attempts SET finished_at = now(), outcome = %s, seconds = %s, cause = %s, "
                   "log = %s WHERE id = %s RETURNING id")
-        grader = state.graders.take()
+        grader = state.processes.take()
         start = time.monotonic()
         grading = asyncio.ensure_future(grader.grade(assignment, student))
         try:
@@ -505,12 +505,12 @@ class ProcrastinateQueue(QueueBackend):
                                          row])
             raise LeaseLost(f"worker {state.name} was stopped while grading") from None
         except (EOFError, OSError) as error:
-            cause = f"the grading process died ({type(error).__name__}); see {state.graders.log_dir}"
+            cause = f"the grading process died ({type(error).__name__}); see {state.processes.log_dir}"
             await self._attempt(finish, ["failed", time.monotonic() - start, cause, "", row])
             raise GradingFailed(cause) from None
         finally:
-            state.graders.give_back(grader)
-        from ..commands.grade import cause as cause_of
+            state.processes.give_back(grader)
+        from ..autograde.batch import cause as cause_of
 
         why = "" if result.ok else cause_of(result.error)
         await self._attempt(finish, ["ok" if result.ok else "failed", result.seconds, why, result.error[-6000:], row])
@@ -562,8 +562,8 @@ class ProcrastinateQueue(QueueBackend):
 
 
 class _WorkerState:
-    def __init__(self, name: str, graders):
-        self.name, self.graders = name, graders
+    def __init__(self, name: str, processes):
+        self.name, self.processes = name, processes
         self.stopping = 0
         self.sessions = 0
         self.worker_id: int | None = None   # procrastinate's id of the current session (known from its first job)

@@ -101,7 +101,7 @@ class Watcher:
 
     # ---------------------------------------------------------------------------------------------- submitted/
     def look(self, hw) -> list[tuple[str, str]]:
-        from ..commands import preflight
+        from .. import preflight
 
         course, name = self.course, hw.name
         seen = self.queue.seen(name)

@@ -29,7 +29,7 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traitlets import Bool, Float, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, TraitError, Type, Unicode
 from traitlets.config import LoggingConfigurable
 
 from .. import CourseKitError
@@ -47,8 +47,9 @@ class GradingSandbox(LoggingConfigurable):
 
     enabled = Bool(True, help="Run every grading kernel in the sandbox. False grades with your own privileges and "
                               "warns on every run: only for submissions you trust.").tag(config=True)
-    backend = Unicode("bubblewrap", help="The sandbox implementation (see coursekit.sandbox.BACKENDS).").tag(
-        config=True)
+    backend = Type("coursekit.sandbox.bubblewrap.Bubblewrap", klass="coursekit.sandbox.Backend",
+                   help="The sandbox implementation: a coursekit.sandbox.Backend subclass, as a class or its dotted "
+                        "name (as nbgrader's own plugins are configured).").tag(config=True)
     memory_limit_mb = Integer(4096, help="Memory of all the sandbox's processes together (a cgroup), and of each "
                                          "one's address space, MiB.").tag(config=True)
     max_processes = Integer(64, help="Processes and threads a sandbox may run at once (a cgroup).").tag(config=True)
@@ -83,11 +84,11 @@ class GradingSandbox(LoggingConfigurable):
                                        "PATH, HOME, LANG, TMPDIR and the sandbox's own).").tag(config=True)
 
     def implementation(self) -> "Backend":
-        from traitlets.utils.importstring import import_item
-
-        if self.backend not in BACKENDS:
-            raise SandboxUnavailable(f"unknown sandbox backend {self.backend!r} (known: {', '.join(BACKENDS)})")
-        return import_item(BACKENDS[self.backend])(parent=self)
+        try:
+            backend = self.backend
+        except (TraitError, ImportError) as error:
+            raise SandboxUnavailable(f"c.GradingSandbox.backend: {error}") from None
+        return backend(parent=self)
 
     def check(self) -> None:
         """Raise SandboxUnavailable naming what is missing; warn on every run when the sandbox is switched off."""
@@ -149,6 +150,3 @@ class Backend(LoggingConfigurable):
 
 _PROBED: dict[tuple, list[str]] = {}
 
-
-# Implementations by name (jupyter-cache picks its executors the same way).
-BACKENDS = {"bubblewrap": "coursekit.sandbox.bubblewrap.Bubblewrap"}

@@ -159,7 +159,7 @@ class SandboxCgroup:
                 pass
         return found
 
-    def report(self) -> list[str]:
+    def limits_hit(self) -> list[str]:
         """What the submission ran into: the memory cap, the process cap."""
         hit = []
         try:

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from nbconvert.exporters import NotebookExporter
 
 from . import GradingSandbox, Layout, SandboxUnavailable, reaper
 from ..logs import printable
+from ..safecopy import Limits, copy_tree
 from .relay import BoundedKernelClient, Relay
 
 SOCKETS = "/run/grading"
@@ -44,29 +44,21 @@ def assign(slot) -> None:
     _assigned = slot
 
 
-def submission_files(folder: str, policy: GradingSandbox) -> dict[str, Path]:
-    """{relative path: file} of the regular files of ``folder`` a kernel gets a copy of (never notebooks); raises
-    SandboxUnavailable for a link, a special file, a file over ``max_file_mb`` or more than ``max_files``."""
-    found, problems = {}, []
-    root = Path(folder)
-    for parent, dirs, files in os.walk(root):  # never follows links
-        for name in dirs + files:
-            path = Path(parent, name)
-            mode = path.lstat().st_mode
-            if stat.S_ISDIR(mode):
-                continue
-            relative = str(path.relative_to(root))
-            if not stat.S_ISREG(mode):
-                problems.append(f"{relative}: a {'symbolic link' if stat.S_ISLNK(mode) else 'special file'}")
-            elif path.lstat().st_size > policy.max_file_mb << 20:
-                problems.append(f"{relative}: larger than {policy.max_file_mb} MiB")
-            elif not name.endswith(".ipynb") and ".ipynb_checkpoints" not in path.parts:
-                found[relative] = path
-    if len(found) > policy.max_files:
-        problems.append(f"{len(found)} files (at most {policy.max_files})")
-    if problems:
-        raise SandboxUnavailable(f"{folder}: " + "; ".join(problems[:10]))
-    return found
+def _kernel_file(relative: str, is_folder: bool) -> bool:
+    """What of a submission's folder a grading kernel gets a copy of: never its notebooks."""
+    return ".ipynb_checkpoints" not in Path(relative).parts and (is_folder or not relative.endswith(".ipynb"))
+
+
+def submission_files(folder: str, policy: GradingSandbox, into: Path | None = None) -> dict[str, Path]:
+    """Copy the files of ``folder`` a kernel gets (never notebooks) into ``into`` (``safecopy``), or only check them
+    without ``into``; {relative path: the copy}. Raises SandboxUnavailable for a link, a special file, a file over
+    ``max_file_mb`` or more than ``max_files``: such a folder is refused whole, never graded in part."""
+    left = copy_tree(folder, into, Limits.of(policy), _kernel_file)
+    if left:
+        raise SandboxUnavailable(f"{folder}: " + "; ".join(item.line() for item in left[:10]))
+    if into is None:
+        return {}
+    return {str(path.relative_to(into)): path for path in sorted(into.rglob("*")) if path.is_file()}
 
 
 class SandboxProvisioner(LocalProvisioner):
@@ -96,7 +88,7 @@ class SandboxProvisioner(LocalProvisioner):
         if workdir in ("/", os.path.realpath(os.path.expanduser("~"))) or refuse:
             raise SandboxUnavailable(f"refusing to give a grading kernel a copy of {workdir}: it is not a "
                                      f"submission's working copy ({', '.join(refuse) or 'a top-level folder'})")
-        files = submission_files(workdir, policy)
+        submission_files(workdir, policy)  # refused before anything is made for it
         self._label = "/".join(Path(workdir).parts[-2:])
         if _assigned is not None and _assigned.kernel is not None:
             self._cgroup, self._private, self._owned = _assigned.kernel, _assigned.private, False
@@ -107,6 +99,9 @@ class SandboxProvisioner(LocalProvisioner):
                 raise SandboxUnavailable(f"cannot create the sandbox's cgroup: {error}") from None
             self._private = Path(tempfile.mkdtemp(prefix=f"grading-{os.getpid()}-"))
             reaper.watch([self._private], self._cgroup.paths)
+        copy = self._private / "files"  # the kernel's working files, copied here: what it binds is ours
+        shutil.rmtree(copy, ignore_errors=True)  # a restart copies afresh
+        files = submission_files(workdir, policy, copy)
         km.transport, km.cache_ports = "ipc", False
         km.connection_file = str(self._private / "kernel.json")
         km.ip = f"{SOCKETS}/kernel"  # as the kernel sees it; the grading process's path is set at launch
@@ -181,7 +176,7 @@ class SandboxProvisioner(LocalProvisioner):
             self._log.close()
             self._log = None
         if self._cgroup is not None:
-            for problem in self._cgroup.report():
+            for problem in self._cgroup.limits_hit():
                 self.log.warning("%s: %s", self._label, problem)
         if self._owned:
             if self._cgroup is not None:

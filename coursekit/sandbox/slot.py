@@ -52,7 +52,7 @@ class Slot:
 
     def hits(self) -> dict[str, list[str]]:
         """What each group ran into (the memory cap, the process cap): {"kernel": [...], "checker": [...]}."""
-        return {name: group.report() for name, group in (("kernel", self.kernel), ("checker", self.checker)) if group}
+        return {name: group.limits_hit() for name, group in (("kernel", self.kernel), ("checker", self.checker)) if group}
 
     def close(self) -> None:
         """Kill whatever still runs in the slot and remove all of it."""

@@ -1,8 +1,8 @@
 """A worker's grading processes: each one grades one submission at a time with the local path's own code.
 
-A grading process is set up by ``commands.grade._init_worker`` (nbgrader's API on the course's configuration, its
-stderr into a log file, thread pools sized for the machine) and grades with ``commands.grade._grade_one`` (stock
-``NbGraderAPI.autograde(..., force=True, create=True)``): exactly what a worker of ``grade --jobs N`` does. It is
+A grading process is set up by ``autograde.batch.init_worker`` (nbgrader's API on the course's configuration, its
+stderr into a log file, thread pools sized for the machine) and grades with ``autograde.batch.grade_one`` (stock
+``NbGraderAPI.autograde(..., force=True, create=True)``): exactly what a worker of ``grade --workers N`` does. It is
 started once and reused (importing nbgrader and PyTorch is a good share of a submission's time).
 
 It dies with its worker: ``PR_SET_PDEATHSIG`` (Linux's documented prctl) sends it SIGKILL when the worker process
@@ -32,18 +32,18 @@ def _die_with_parent(parent: int) -> None:
 def _serve(conn, parent: int, root: str, overrides: dict, threads: int | None, log_dir: str) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker decides what a Ctrl-C does to a running job
-    from ..commands import grade
+    from ..autograde import batch
 
-    grade._init_worker(root, overrides, threads, log_dir)
+    batch.init_worker(root, overrides, threads, log_dir)
     while True:
         try:
             assignment, student = conn.recv()
         except EOFError:
             return
-        conn.send(grade._grade_one(assignment, student))
+        conn.send(batch.grade_one(assignment, student))
 
 
-class Grader:
+class GradingProcess:
     """One grading process (spawned, so nothing of the worker's event loop or connections is inherited)."""
 
     def __init__(self, root: Path, overrides: dict, threads: int | None, log_dir: Path):
@@ -57,7 +57,7 @@ class Grader:
         child.close()
 
     async def grade(self, assignment: str, student: str):
-        """The ``commands.grade.Result`` of one submission (raises EOFError if the process died)."""
+        """The ``autograde.batch.Graded`` of one submission (raises EOFError if the process died)."""
         self.conn.send((assignment, student))
         return await asyncio.get_running_loop().run_in_executor(None, self.conn.recv)
 
@@ -71,25 +71,25 @@ class Grader:
         self.conn.close()
 
 
-class Graders:
+class ProcessPool:
     """Up to ``slots`` grading processes, started when first needed, replaced when one was killed."""
 
     def __init__(self, root: Path, overrides: dict, slots: int, log_dir: Path):
         self.root, self.overrides, self.slots, self.log_dir = root, overrides, slots, log_dir
         # As the local pool does: N grading kernels on one machine share its cores (unless OMP_NUM_THREADS says).
         self.threads = max(1, (os.cpu_count() or 1) // slots) if slots > 1 else None
-        self.idle: list[Grader] = []
+        self.idle: list[GradingProcess] = []
         log_dir.mkdir(parents=True, exist_ok=True)
 
-    def take(self) -> Grader:
+    def take(self) -> GradingProcess:
         while self.idle:
             grader = self.idle.pop()
             if grader.alive():
                 return grader
             grader.kill()
-        return Grader(self.root, self.overrides, self.threads, self.log_dir)
+        return GradingProcess(self.root, self.overrides, self.threads, self.log_dir)
 
-    def give_back(self, grader: Grader) -> None:
+    def give_back(self, grader: GradingProcess) -> None:
         if grader.alive():
             self.idle.append(grader)
         else:

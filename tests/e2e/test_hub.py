@@ -20,7 +20,6 @@ import secrets
 import shutil
 import stat
 import subprocess
-import sys
 import threading
 import time
 import urllib.error

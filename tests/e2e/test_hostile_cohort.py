@@ -33,7 +33,7 @@ import pytest
 
 from conftest import ASSIGNMENT, COURSE, hostile_run
 from coursekit import leaks
-from coursekit.commands import report
+from coursekit import grading_report as report
 from coursekit.notebook import secret_lines
 from coursekit.planting import Context, shown_student_text
 

@@ -9,7 +9,7 @@ the server. So nothing but the database connects the workers, as on two machines
 **The cohort** (``assignments/transformers/grading/planted.py``): honest submissions, hostile ones (forged verdicts,
 lying objects, patched builtins, a file that is not JSON) and one whose checked copy is damaged after it was queued.
 
-**The run** (``COURSE_TEST_PG_URL``'s server, fresh databases): the serial reference (``grade --jobs 1``); then
+**The run** (``COURSE_TEST_PG_URL``'s server, fresh databases): the serial reference (``grade --workers 1``); then
 ``grade --queue``; two hosts; the first worker SIGKILLed while it grades (its grading process must die with it, its job
 must be taken up by the other worker); the damaged submission failed after its attempts, with its cause; ``grade
 --queue --failed --wait`` grades it again; the export must equal the serial one, every submission graded once. Then
@@ -244,7 +244,7 @@ def in_other_netns(pid: int) -> bool:
 # ------------------------------------------------------------------------------------------------ the run
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
-    """The reference: the cohort graded by ``grade --jobs 1`` into a fresh database; its export."""
+    """The reference: the cohort graded by ``grade --workers 1`` into a fresh database; its export."""
     base = tmp_path_factory.mktemp("queue")
     dbs = Databases(server_url())
     root = copy_course(base / "serial")
@@ -252,7 +252,7 @@ def serial(tmp_path_factory):
     db = dbs.new()
     run([NBGRADER, "generate_assignment", ASSIGNMENT, "--force", f"--db={db}"], cwd=root)
     start = time.perf_counter()
-    grade(root, db, "--jobs", "1")
+    grade(root, db, "--workers", "1")
     seconds = time.perf_counter() - start
     rows = export(root, db, base / "serial.csv")
     print(f"\nserial reference: {len(students)} submissions in {seconds:.0f} s")

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import copy_course
 from coursekit import PREFLIGHT, venv_env
-from coursekit.commands import report
+from coursekit import grading_report as report
 from coursekit.course import Course
 from coursekit.planting import Submission
 
@@ -25,7 +25,7 @@ def test_a_worker_killed_mid_grading_loses_no_submission(tmp_path):
     students = [f"s{k}" for k in range(4)]
     for student in students:
         Submission(student, "the solved notebook", solved="all").write(hw)
-    proc = subprocess.Popen([sys.executable, "-m", "coursekit", "grade", hw.name, "--jobs", "2", "--no-progress"],
+    proc = subprocess.Popen([sys.executable, "-m", "coursekit", "grade", hw.name, "--workers", "2", "--no-progress"],
                             cwd=hw.course.root, env=venv_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     logs = hw.course.root / PREFLIGHT / "logs"

@@ -1,6 +1,6 @@
 """coursekit/exchange.py and coursekit/autograde/markup.py on their own, without a hub (fast, no root): what collection copies
 from a submission folder, which names the exchange refuses, and the formgrader's view of a student's markup.
-tests/test_hub.py checks the same through a real hub, with real accounts."""
+tests/e2e/test_hub.py checks the same through a real hub, with real accounts."""
 from __future__ import annotations
 
 import logging

@@ -40,12 +40,12 @@ def test_only_passive_output_types_reach_the_graded_notebook():
 
 
 def test_the_grade_summary_stays_aligned_with_long_student_ids():
-    from coursekit.commands.grade import Result, Summary, report
+    from coursekit.autograde.batch import Batch, Graded, summary_text
 
-    results = [Result("s1", True, 4.0, score=20.0, max_score=36.0),
-               Result("a_very_long_student_identifier_from_an_lms_0001", True, 5.5, score=3.5, max_score=36.0),
-               Result("s3", False, 1.0, error="boom")]
-    table = report(Summary("transformers", 2, "sqlite:///gradebook.db", 10.0, results)).split("\n\n")[0].splitlines()
+    results = [Graded("s1", True, 4.0, score=20.0, max_score=36.0),
+               Graded("a_very_long_student_identifier_from_an_lms_0001", True, 5.5, score=3.5, max_score=36.0),
+               Graded("s3", False, 1.0, error="boom")]
+    table = summary_text(Batch("transformers", 2, "sqlite:///gradebook.db", 10.0, results)).split("\n\n")[0].splitlines()
     status, score_end = table[0].index("status"), table[0].index("score") + len("score")
     for line in table[1:]:
         assert line[status:].split()[0] in ("ok", "FAILED"), table
@@ -53,19 +53,19 @@ def test_the_grade_summary_stays_aligned_with_long_student_ids():
 
 
 def test_the_grade_summary_names_what_grading_noted_about_a_graded_submission():
-    from coursekit.commands.grade import Result, Summary, report
+    from coursekit.autograde.batch import Batch, Graded, summary_text
 
     died = "student s2, hw.ipynb, cell 7 (check): the grading kernel died in this cell; the later cells score zero"
-    results = [Result("s1", True, 4.0, score=20.0, max_score=36.0),
-               Result("s2", True, 5.0, problems=[died], score=3.0, max_score=36.0),
-               Result("s3", False, 1.0, error="Traceback\nValueError: boom", problems=["ignored: it failed"])]
-    text = report(Summary("hw", 2, "sqlite:///gradebook.db", 10.0, results))
+    results = [Graded("s1", True, 4.0, score=20.0, max_score=36.0),
+               Graded("s2", True, 5.0, problems=[died], score=3.0, max_score=36.0),
+               Graded("s3", False, 1.0, error="Traceback\nValueError: boom", problems=["ignored: it failed"])]
+    text = summary_text(Batch("hw", 2, "sqlite:///gradebook.db", 10.0, results))
     assert "grading noted 1 problem(s)" in text and f"  {died}" in text
     assert "ignored: it failed" not in text and "FAILED s3: ValueError: boom" in text
 
 
 def test_what_grading_noted_is_the_courses_own_lines_once_each():
-    from coursekit.commands.grade import noted
+    from coursekit.autograde.batch import noted
 
     log = ("[INFO] Converting notebook x\n[WARNING] Removing existing assignment: /c/autograded/s1/hw\n"
            "[WARNING] s1: Timeout waiting for execute reply (15s).\n[WARNING] Interrupting kernel\n"

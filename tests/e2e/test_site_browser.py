@@ -20,7 +20,7 @@ from coursekit.commands.preview import GZIP_TYPES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTER = re.compile(r"^book/\d\d_[a-z0-9_]+\.html$")
 BLOCKING_IMPACTS = ("serious", "critical")

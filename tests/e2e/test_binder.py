@@ -1,7 +1,7 @@
 """Binder, simulated end to end: each chapter's launch URL opens a runnable notebook in JupyterLab.
 
 No container builder runs here, so this does what repo2docker does as closely as the machine allows: the environment
-is this venv (what environment.yml lists, tests/test_environment.py keeps the two in sync), the real `postBuild` runs
+is this venv (what environment.yml lists, tests/unit/test_environment.py keeps the two in sync), the real `postBuild` runs
 with JUPYTER_CONFIG_DIR pointing into a temporary directory, JupyterLab is started on 127.0.0.1 with that
 configuration and a copy of the course as its root, and headless Chromium opens each chapter at its launch path
 (`lab/tree/book/<chapter>.md`, the `urlpath` of the chapter's Binder button), and for a sample of chapters (``RUN``)
@@ -36,7 +36,7 @@ from coursekit import book
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CHAPTERS = book.chapters(ROOT)
 
@@ -348,7 +348,7 @@ def test_homework_release_notebook_opens_from_its_launch_path(binder):
     """Every release notebook opens from its launch path with a Python kernel. On the untouched homework, a learner's
     first evening: Kernel → "Restart Kernel and Run All Cells…" reaches the last cell, and every test cell on the way
     shows its error. Test cells are tagged `raises-exception`, so JupyterLab asks the kernel not to abort the queued
-    cells after an error in them (tests/test_homework_release.py checks the same with nbconvert, with a control)."""
+    cells after an error in them (tests/content/test_homework_release.py checks the same with nbconvert, with a control)."""
     notebooks = sorted((binder["course"] / "release").rglob("*.ipynb"))
     assert notebooks, "no release notebook"
     assert binder["course"] / RELEASE in notebooks

@@ -6,11 +6,11 @@ autograde <assignment>`` → scores through the Gradebook API and the ``nbgrader
 generate_feedback`` (HTML per student, no hidden test source, no model answer).
 
 **Parallel**: a sample of the same cohorts (``pg_sample``) plus one unreadable submission per assignment, graded by
-``python -m coursekit grade --jobs 2`` (pre-flight, then every assignment, as it does by default) into a real PostgreSQL server
+``python -m coursekit grade --workers 2`` (pre-flight, then every assignment, as it does by default) into a real PostgreSQL server
 (``COURSE_TEST_PG_URL``: ``.ci/run`` starts one and sets it, so CI always runs it; a missing server is a failure, not
 a skip; locally ``-m "not postgres"``). It must give exactly the stock SQLite run's scores, name the pre-flight
 problem, leave ``submitted/`` untouched, and replace (not duplicate) rows on a regrade. (The same command on SQLite
-is run by tests/test_hostile_cohort.py, next to the stock command, with the same scores required.)
+is run by tests/e2e/test_hostile_cohort.py, next to the stock command, with the same scores required.)
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def parallel_run(tmp_path_factory, name: str, db_url: str) -> dict:
         for sub in pg_sample(demo_cohort(hw)) + [Submission(BROKEN, "not a notebook", raw=b"{ this is not json")]:
             sub.write(hw)
     before = tree_digest(root / "submitted")
-    proc = run([sys.executable, "-m", "coursekit", "grade", "--jobs", "2", "--no-progress", *db], cwd=root,
+    proc = run([sys.executable, "-m", "coursekit", "grade", "--workers", "2", "--no-progress", *db], cwd=root,
                check=False)
     return {"course": course, "proc": proc, "before": before, "db": db_url}
 
@@ -290,7 +290,7 @@ def test_the_demo_cohorts_can_be_removed_from_a_real_gradebook(stock, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ the parallel run
-# `coursekit grade --jobs 2` into a PostgreSQL gradebook (the scale-out path; the hostile cohort's test runs the same
+# `coursekit grade --workers 2` into a PostgreSQL gradebook (the scale-out path; the hostile cohort's test runs the same
 # command on SQLite, the queue's test its workers): every score equal to the stock sequential SQLite run's.
 @pytest.fixture(scope="module")
 def pg_url():
@@ -359,7 +359,7 @@ def test_regrade_replaces_rows_and_graded_ones_are_skipped_without_force(stock, 
     root, name, db = parallel["course"].root, ASSIGNMENTS[0], f"--db={parallel['db']}"
     with parallel["course"].gradebook() as gb:
         n = len(gb.assignment_submissions(name))
-    run([sys.executable, "-m", "coursekit", "grade", name, "--jobs", "2", "--force", "--student",
+    run([sys.executable, "-m", "coursekit", "grade", name, "--workers", "2", "--force", "--student",
          "demo_full_solution", "--student", "demo_untouched", "--no-progress", db], cwd=root)
     with parallel["course"].gradebook() as gb:
         assert len(gb.assignment_submissions(name)) == n

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ASSIGNMENTS, COURSE, ROOT, copy_course, run
 from coursekit import book
-from coursekit.commands import report
+from coursekit import grading_report as report
 from coursekit.course import Course
 
 pytestmark = pytest.mark.slow

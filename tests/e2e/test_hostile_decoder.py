@@ -3,7 +3,7 @@
 The decoder homework's ``hostile_cohort`` (``assignments/decoder/grading/planted.py``): its read-only setup cell moved
 to the end with a torch whose checks always agree defined first, its toy-batch cell stripped of its metadata and
 duplicated, and an exception whose class name carries ``perplexity``'s hidden input. Each is graded by the stock
-``nbgrader autograde`` and by ``python -m coursekit grade --jobs 2`` (``report.grade_hostile``, as for the first
+``nbgrader autograde`` and by ``python -m coursekit grade --workers 2`` (``report.grade_hostile``, as for the first
 homework), with an honest student graded after the attackers: every attack ran, scores exactly what its wrong
 answer alone scores, and nothing of the hidden tests or of the student's exception reaches feedback.
 """
@@ -13,7 +13,7 @@ import pytest
 
 from conftest import hostile_run
 from coursekit import leaks
-from coursekit.commands import report
+from coursekit import grading_report as report
 from coursekit.notebook import secret_lines
 from coursekit.planting import shown_student_text
 

@@ -2,7 +2,7 @@
 (coursekit/autograde/model_answers.py, coursekit/feedback.py, coursekit/export.py).
 
 Fast unit tests on synthetic notebooks with nbgrader's test helpers; the pipeline test
-(tests/test_pipeline.py) checks the same through the real commands on the homework.
+(tests/e2e/test_pipeline.py) checks the same through the real commands on the homework.
 """
 from __future__ import annotations
 
