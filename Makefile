@@ -81,7 +81,7 @@ publish: book
 grade: $(STAMP)
 	$(BIN)/python -m coursekit grade $(ASSIGNMENT) --workers $(WORKERS)
 
-report: $(STAMP)  # each assignment's planted submissions: assignments/<id>/grading/planted.py
+report: $(STAMP)  # each assignment's planted submissions: instructor/<id>/planted.py
 	$(BIN)/python -m coursekit report $(ASSIGNMENT)
 
 bench: $(STAMP) $(LIGHTHOUSE)

@@ -28,9 +28,9 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 # foreign key, sqlite does not), so the course is named.
 c.CourseDirectory.course_id = "transformers-by-hand"
 
-# An assignment's own test data (its planted submissions, assignments/<id>/grading/) is never copied into the release
-# or into a student's graded folder: nbgrader skips these names wherever it copies an assignment's files.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "grading"]
+# nbgrader skips these names wherever it copies an assignment's files (its defaults). An assignment's own data (its
+# planted submissions, the solution's grading time) is in instructor/<id>/, outside nbgrader's folders: nothing to skip.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
 # A fresh clone has no gradebook: generate_assignment creates the assignment record, autograde creates students
 # it has not seen (register them beforehand with `nbgrader db student add` or `nbgrader db student import`).
@@ -38,7 +38,7 @@ c.GenerateAssignment.create_assignment = True
 # Generation starts with the course's check of what grading will need (coursekit/generate.py): every name a test uses
 # is defined by a read-only cell or declared by a solution cell (the checker takes nothing else from a student's
 # kernel), else generation stops naming the cell; and the solution's grading time, from which each submission's time
-# budget follows, is measured when the notebook's code changed (assignments/<id>/grading/budget.json). Then nbgrader's
+# budget follows, is measured when the notebook's code changed (instructor/<id>/budget.json). Then nbgrader's
 # own steps, as it lists them.
 c.GenerateAssignment.preprocessors = [
     "coursekit.generate.CheckPlan",
@@ -73,7 +73,7 @@ c.OverwriteCells.add_missing_cells = True
 c.Application.logging_config = {"filters": {"noise": {"()": "coursekit.logs.KnownNoise"}},
                                 "handlers": {"console": {"filters": ["noise"]}}}
 # SQLAlchemy 2 warns about nbgrader's autoflush pattern on every submission (SAWarning "... not in session"); the
-# rows are written all the same (tests/test_homework_pipeline.py reads them back).
+# rows are written all the same (tests/e2e/test_pipeline.py reads them back).
 warnings.filterwarnings("ignore", message=r".*not in session, add operation along", module=r"nbgrader\.")
 
 # --- Feedback ----------------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ c.Execute.kernel_name = "course-grading"
 c.Autograde.exporter_class = "coursekit.sandbox.provisioner.SandboxedExporter"
 c.GradingSandbox.memory_limit_mb = 4096  # per submission, all its processes together
 c.GradingSandbox.wall_limit_s = 600      # most per submission, kernel start to last test (c.Execute.timeout is per cell);
-# a submission's budget is budget_factor (5) x the solution's grading time (assignments/<id>/grading/budget.json,
+# a submission's budget is budget_factor (5) x the solution's grading time (instructor/<id>/budget.json,
 # measured by generate_assignment), at least budget_floor_s (60), at most this
 # c.GradingSandbox.enabled = False  # grades WITHOUT the sandbox (warns on every run): only for trusted notebooks
 

@@ -6,7 +6,7 @@ The package is laid out as the stock tools wire it. Where each kind of change go
 a chapter                   ``book/NN_name.md`` (MyST notebook) and ``_toc.yml``; code a later chapter reuses in a
                             ``# @save`` cell (``python -m coursekit library`` regenerates ``book/course_lib.py``)
 an assignment               ``assignments/<id>/<id>.ipynb`` (nbgrader source) and its own test data in
-                            ``assignments/<id>/grading/planted.py`` (demo cohort, planted right and wrong answers);
+                            ``instructor/<id>/planted.py`` (demo cohort, planted right and wrong answers);
                             ``make release``; nothing under ``coursekit/`` changes
 a grading check             the assignment's test cells (they run in the checker: ``checker/``); a new kind of
                             verdict or message: ``checker/``
@@ -40,6 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFLIGHT = "preflight"            # pre-flight's folder in the course root (its findings, the grading logs)
+INSTRUCTOR = "instructor"        # instructor/<id>/: an assignment's own data (planted.py, budget.json), outside nbgrader's folders
 CHECKED = f"{PREFLIGHT}/submitted"  # the checked copy nbgrader grades: --CourseDirectory.submitted_directory=preflight/submitted
 GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py
 

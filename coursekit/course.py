@@ -9,8 +9,8 @@ Every command takes its folders, gradebook and assignments from here, never from
 
 An ``Assignment`` is passed down to whatever needs its notebook, cells or planted submissions; nothing climbs back up
 to the course root to find them again. An assignment's own data — its demo cohort, its catalogue of planted right and
-wrong answers — lives with it, in ``assignments/<id>/grading/planted.py`` (nbgrader ignores that folder:
-``CourseDirectory.ignore``), and is loaded by ``Assignment.planted``.
+wrong answers, the solution's measured grading time — lives in ``instructor/<id>/`` (``Assignment.instructor_folder``:
+outside nbgrader's folders, so nbgrader never releases, collects or skips it), and is loaded by ``Assignment.planted``.
 """
 from __future__ import annotations
 
@@ -21,11 +21,10 @@ from pathlib import Path
 
 import nbformat
 
-from . import ROOT, CourseKitError
+from . import INSTRUCTOR, ROOT, CourseKitError
 from .notebook import autograded_cells, delimiters, grade_id, nbgrader_meta, region_body, role
 
 STEPS = ("source", "release", "submitted", "autograded", "feedback")
-PLANTED = Path("grading") / "planted.py"  # an assignment's own test data, next to its source notebook
 
 
 @dataclass
@@ -135,6 +134,11 @@ class Assignment:
     def source_folder(self) -> Path:
         return self.course.path("source", assignment=self.name)
 
+    @property
+    def instructor_folder(self) -> Path:
+        """``instructor/<id>/``: the assignment's own data (``planted.py``, ``budget.json``), never released."""
+        return self.course.root / INSTRUCTOR / self.name
+
     @cached_property
     def sources(self) -> dict[str, nbformat.NotebookNode]:
         """{notebook file name: source notebook}, read once."""
@@ -216,8 +220,8 @@ class Assignment:
 
     @cached_property
     def planted(self):
-        """The assignment's own planted submissions (``grading/planted.py`` next to its notebook), or None."""
-        path = self.source_folder / PLANTED
+        """The assignment's own planted submissions (``instructor/<id>/planted.py``), or None."""
+        path = self.instructor_folder / "planted.py"
         if not path.is_file():
             return None
         spec = importlib.util.spec_from_file_location(f"planted_{self.name}", path)

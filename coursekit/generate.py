@@ -8,7 +8,7 @@ source notebook with its solutions:
    defines none. Otherwise generation stops with the notebook, the cell and the names: the instructor hears of it
    now, never a student at grading.
 2. **The solution's grading time** is measured (``coursekit.autograde.budget``) when the notebook's code changed
-   since it was last measured, and kept in ``assignments/<id>/grading/budget.json``: each submission's time budget
+   since it was last measured, and kept in ``instructor/<id>/budget.json``: each submission's time budget
    is a multiple of it.
 """
 from __future__ import annotations
@@ -41,12 +41,13 @@ class CheckPlan(NbGraderPreprocessor):
                               f"must come from a read-only cell):\n  - " + "\n  - ".join(problems))
         if self.measure and info.get("assignment") and info.get("notebook"):
             source = budget.source_notebook(self.config, info["assignment"], info["notebook"])
-            if source.exists() and budget.measured(source) is None:
+            kept = budget.budget_file(self.config, info["assignment"])
+            if source.exists() and budget.measured(source, kept) is None:
                 import nbformat
 
                 self.log.info("%s: measuring the solution's grading time (its code changed)", name)
                 solved = nbformat.reads(nbformat.writes(nb), as_version=4)
                 seconds = budget.measure(solved, source.parent)
-                path = budget.record(source, nb, seconds)
+                path = budget.record(source, kept, nb, seconds)
                 self.log.info("%s: the solution grades in %.1f s (%s)", name, seconds, path)
         return nb, resources

@@ -2,7 +2,7 @@
 
     python -m coursekit report [ASSIGNMENT ...] [--only catalog|hostile] [--workers N]     # or: make report
 
-For each assignment with planted submissions (``assignments/<id>/grading/planted.py``), in a temporary copy of the
+For each assignment with planted submissions (``instructor/<id>/planted.py``), in a temporary copy of the
 course, with the real commands:
 
 * **catalog**: the planted mistakes and correct alternatives (``planted.catalog``), graded by ``python -m coursekit

@@ -15,7 +15,7 @@ Each submission states what grading must give: ``fails`` is the set of autograde
 zero; every other autograded cell must get full points. ``expected_scores`` turns that into numbers from the source
 notebook, so tests and reports never hard-code points.
 
-Which submissions an assignment plants is the assignment's own data (``assignments/<id>/grading/planted.py``, loaded
+Which submissions an assignment plants is the assignment's own data (``instructor/<id>/planted.py``, loaded
 by ``Assignment.planted``): ``demo_cohort(assignment)`` (required), and optionally ``catalog(assignment)`` (planted
 wrong answers and correct alternatives, for the grading report) and ``hostile_cohort(assignment, context)``.
 """
@@ -150,7 +150,7 @@ def demo_cohort(assignment: Assignment) -> list[Submission]:
     if assignment.planted is None or not hasattr(assignment.planted, "demo_cohort"):
         from . import CourseKitError
 
-        raise CourseKitError(f"{assignment.source_folder}: no grading/planted.py with a demo_cohort(assignment)")
+        raise CourseKitError(f"{assignment.instructor_folder}: no planted.py with a demo_cohort(assignment)")
     return assignment.planted.demo_cohort(assignment)
 
 

@@ -3,7 +3,7 @@
 The **budget** of one submission (kernel start to last test) is ``budget_factor`` times the solution's own grading
 time, at least ``budget_floor_s`` and at most ``wall_limit_s`` (``c.GradingSandbox``). The solution's time is
 measured when the assignment is generated (``coursekit.generate.CheckPlan``: the source notebook run with its
-solutions, as grading runs it) and kept next to the source, in ``assignments/<id>/grading/budget.json``, keyed by a
+solutions, as grading runs it) and kept with the assignment's own data, in ``instructor/<id>/budget.json``, keyed by a
 hash of the notebook's code: ``{"<notebook>.ipynb": {"code_sha256": …, "seconds": …}}``. An edited notebook is
 measured again at its next generation; until then (or without a measurement) the budget is ``wall_limit_s``, with a
 warning.
@@ -15,7 +15,16 @@ import json
 import time
 from pathlib import Path
 
-BUDGET_FILE = "grading/budget.json"
+BUDGET_FILE = "budget.json"  # in instructor/<id>/ (coursekit.INSTRUCTOR)
+
+
+def budget_file(config, assignment: str) -> Path:
+    """Where the assignment's measured grading times are kept: ``instructor/<id>/budget.json`` in the course root."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from .. import INSTRUCTOR
+
+    return Path(CourseDirectory(config=config).root) / INSTRUCTOR / assignment / BUDGET_FILE
 
 
 def source_notebook(config, assignment: str, notebook: str) -> Path:
@@ -47,8 +56,7 @@ def code_hash(nb) -> str:
     return digest.hexdigest()
 
 
-def _records(source: Path) -> dict:
-    path = source.parent / BUDGET_FILE
+def _records(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -58,13 +66,14 @@ def _records(source: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def measured(source: Path) -> float | None:
-    """The solution's grading time for the source notebook as it is now (None: not measured, or edited since)."""
+def measured(source: Path, path: Path) -> float | None:
+    """The solution's grading time for the source notebook as it is now, as ``path`` (``budget_file``) keeps it (None:
+    not measured, or edited since)."""
     import nbformat
 
     try:
         nb = nbformat.read(str(source), as_version=4)
-        record = _records(source).get(source.name, {})
+        record = _records(path).get(source.name, {})
     except (OSError, ValueError):
         return None
     if record.get("code_sha256") != code_hash(nb) or not isinstance(record.get("seconds"), (int, float)):
@@ -72,9 +81,10 @@ def measured(source: Path) -> float | None:
     return float(record["seconds"])
 
 
-def budget(policy, source: Path, log=None) -> float:
-    """Seconds one submission of ``source``'s notebook may take, as ``policy`` (a GradingSandbox) says."""
-    seconds = measured(source)
+def budget(policy, source: Path, path: Path, log=None) -> float:
+    """Seconds one submission of ``source``'s notebook may take, as ``policy`` (a GradingSandbox) says (``path``:
+    ``budget_file``)."""
+    seconds = measured(source, path)
     if seconds is None:
         if log is not None:
             log.warning("%s: the solution's grading time is not measured (generate the assignment again); each "
@@ -105,10 +115,9 @@ def measure(nb, folder: Path, timeout: int = 600) -> float:
             os.environ["NBGRADER_EXECUTION"] = previous
 
 
-def record(source: Path, nb, seconds: float) -> Path:
-    """Keep ``seconds`` as the solution's grading time of ``source`` (its code as in ``nb``)."""
-    path = source.parent / BUDGET_FILE
-    records = _records(source)
+def record(source: Path, path: Path, nb, seconds: float) -> Path:
+    """Keep ``seconds`` in ``path`` as the solution's grading time of ``source`` (its code as in ``nb``)."""
+    records = _records(path)
     records[source.name] = {"code_sha256": code_hash(nb), "seconds": round(seconds, 2)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")

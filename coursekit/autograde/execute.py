@@ -70,7 +70,7 @@ class GradingExecute(Execute):
             return self.grade(nb, resources, plan, salt, time.monotonic() + seconds)
         source = budget.source_notebook(self.config, info["assignment"], info["notebook"])
         plan = budget.grading_plan(info["db_url"], info["notebook"], info["assignment"], source, self.log)
-        seconds = budget.budget(sandbox, source, self.log)
+        seconds = budget.budget(sandbox, source, budget.budget_file(self.config, info["assignment"]), self.log)
         salt = new_salt()
         nb.metadata.setdefault("coursekit", {})["salt"] = salt
         if self.isolate and sandbox.enabled:

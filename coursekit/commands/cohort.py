@@ -1,6 +1,6 @@
 """``python -m coursekit cohort [ASSIGNMENT ...] [--list | --remove] [--root DIR]``: the demo cohorts.
 
-Writes each assignment's demo cohort (its ``grading/planted.py``: one submission per situation) into
+Writes each assignment's demo cohort (its ``instructor/<id>/planted.py``: one submission per situation) into
 ``submitted/<student>/<assignment>/`` for a trial autograde; ``--list`` prints them with the autograded cells each
 must fail; ``--remove`` deletes the demo students from the gradebook (with their grades) and their folders (only ids
 a demo cohort defines; real students are never touched). Every assignment when none is named.

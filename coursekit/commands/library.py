@@ -2,7 +2,7 @@
 
 A concept's code is shown once, in the chapter that teaches it, in a code cell whose first line is
 ``# @save``. Later chapters import it (``from course_lib import make_sample``) instead of repeating it.
-``book/course_lib.py`` is generated from the chapters in ``_toc.yml`` order; ``tests/test_export.py`` fails
+``book/course_lib.py`` is generated from the chapters in ``_toc.yml`` order; ``tests/unit/test_library.py`` fails
 if the committed file is stale. Regenerate with ``python -m coursekit library``.
 """
 from __future__ import annotations

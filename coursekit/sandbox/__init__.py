@@ -59,7 +59,7 @@ class GradingSandbox(LoggingConfigurable):
                                      "proportionate to the assignment (budget_factor, budget_floor_s) and never more "
                                      "than this.").tag(config=True)
     budget_factor = Float(5.0, help="A submission's time budget is this many times the solution's own grading time "
-                                    "(measured by `nbgrader generate_assignment`: assignments/<id>/grading/"
+                                    "(measured by `nbgrader generate_assignment`: instructor/<id>/"
                                     "budget.json), but at least budget_floor_s and at most wall_limit_s.").tag(
         config=True)
     budget_floor_s = Integer(60, help="Shortest time budget of one submission, seconds.").tag(config=True)

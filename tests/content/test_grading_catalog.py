@@ -1,6 +1,6 @@
 """Wrong answers lose points on their own exercise only; correct alternatives get full points; the book says so.
 
-Each assignment's catalogue of planted implementations (its ``grading/planted.py``: ``catalog``; the mistakes together
+Each assignment's catalogue of planted implementations (its ``instructor/<id>/planted.py``: ``catalog``; the mistakes together
 and the correct alternatives together, one of each function per submission: ``report.catalog_submissions``) is
 autograded in a temporary copy of the course with nbgrader's own autograder (``python -m coursekit grade``, parallel
 workers calling nbgrader's autograde, every assignment in one run), and every grade cell's score is read through

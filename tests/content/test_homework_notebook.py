@@ -25,9 +25,9 @@ def test_notebook_is_valid_and_the_only_file_nbgrader_releases(assignment):
     nb = assignment.source
     nbformat.validate(nb)
     # generate_assignment copies every file of the folder into the release but those nbgrader ignores: only the
-    # notebook may be there, next to the assignment's own test data (grading/, ignored).
-    assert sorted(p.name for p in assignment.source_folder.iterdir()) == sorted([assignment.notebook_name, "grading"])
-    assert "grading" in COURSE.coursedir.ignore
+    # notebook may be there; the assignment's own data is in instructor/<id>/, outside nbgrader's folders.
+    assert sorted(p.name for p in assignment.source_folder.iterdir()) == [assignment.notebook_name]
+    assert sorted(p.name for p in assignment.instructor_folder.iterdir()) == ["budget.json", "planted.py"]
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 

@@ -53,8 +53,9 @@ def test_the_solutions_grading_time_is_measured_for_the_current_source(assignmen
     """Each submission's time budget is a multiple of it (coursekit.autograde.budget): never stale."""
     from coursekit.autograde import budget
 
-    assert budget.measured(assignment.source_path) is not None, (
-        f"{assignment.source_path.parent / budget.BUDGET_FILE} is stale: run `make release`")
+    kept = budget.budget_file(assignment.course.config, assignment.name)
+    assert kept == assignment.instructor_folder / "budget.json"
+    assert budget.measured(assignment.source_path, kept) is not None, f"{kept} is stale: run `make release`"
 
 
 def test_release_contains_no_solution_and_no_hidden_test(assignment):

@@ -5,7 +5,7 @@ notebook's solutions run once in this process (demonstrations skip themselves, a
 run against them, and against planted implementations, for many salts:
 
 * every test cell's hidden tests read the salt, and the solution passes them for every salt;
-* a planted mistake (the assignment's catalogue, ``grading/planted.py``, and this file's own) fails the same test cells
+* a planted mistake (the assignment's catalogue, ``instructor/<id>/planted.py``, and this file's own) fails the same test cells
   for every salt, the ones the grading report says; a planted correct alternative passes for many salts;
 * a planted mistake that also returns the right answer for every input seen at one salt (hard-coded after seeing
   them) is still caught, at other salts, by every test cell whose hidden tests caught the mistake alone.

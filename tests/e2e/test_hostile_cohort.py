@@ -25,7 +25,7 @@ escapes) or at most that (resources: they may cost only their author); honest st
 scores, the same on both paths; no secret and no hidden-test line reaches any output or feedback; the course tree is
 unchanged; nothing started by a submission outlives grading; no socket was reached.
 The table on the book's grading-report page is what this run produces (``make report`` regenerates it). The cohort is
-the transformers homework's (``assignments/transformers/grading/planted.py``): the grader, not the homework, is tested.
+the transformers homework's (``instructor/transformers/planted.py``): the grader, not the homework, is tested.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The checker's boundary on the second homework: attacks graded beside honest students, on both grading paths.
 
-The decoder homework's ``hostile_cohort`` (``assignments/decoder/grading/planted.py``): its read-only setup cell moved
+The decoder homework's ``hostile_cohort`` (``instructor/decoder/planted.py``): its read-only setup cell moved
 to the end with a torch whose checks always agree defined first, its toy-batch cell stripped of its metadata and
 duplicated, and an exception whose class name carries ``perplexity``'s hidden input. Each is graded by the stock
 ``nbgrader autograde`` and by ``python -m coursekit grade --workers 2`` (``report.grade_hostile``, as for the first

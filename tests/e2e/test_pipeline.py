@@ -1,7 +1,7 @@
 """The whole nbgrader workflow for every assignment, end to end, with the real CLI, in temporary copies of the course.
 
 **Stock, no flags** (a fresh clone, no gradebook): validate (source passes, release fails everything) →
-generate_assignment → each assignment's demo cohort (its ``grading/planted.py``) into submitted/ → ``nbgrader
+generate_assignment → each assignment's demo cohort (its ``instructor/<id>/planted.py``) into submitted/ → ``nbgrader
 autograde <assignment>`` → scores through the Gradebook API and the ``nbgrader export`` CSV → ``nbgrader
 generate_feedback`` (HTML per student, no hidden test source, no model answer).
 

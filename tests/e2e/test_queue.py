@@ -6,7 +6,7 @@ own environment (HOME, PATH, thread count; nothing of the test's), and reaches t
 loopback: a relay listens on 127.0.0.1:<the server's port> inside the namespace and forwards, through a Unix socket, to
 the server. So nothing but the database connects the workers, as on two machines sharing the course folder.
 
-**The cohort** (``assignments/transformers/grading/planted.py``): honest submissions, hostile ones (forged verdicts,
+**The cohort** (``instructor/transformers/planted.py``): honest submissions, hostile ones (forged verdicts,
 lying objects, patched builtins, a file that is not JSON) and one whose checked copy is damaged after it was queued.
 
 **The run** (``COURSE_TEST_PG_URL``'s server, fresh databases): the serial reference (``grade --workers 1``); then

@@ -50,7 +50,8 @@ def test_student_tree_has_exactly_the_public_files(published):
     for hw in COURSE.assignments():
         assert (student / "release" / hw.name / hw.notebook_name).exists(), hw.name
     assert not list(student.rglob("*.db"))
-    for forbidden in ("assignments", "submitted", "autograded", "feedback", "coursekit", "tests", "nbgrader_config.py"):
+    for forbidden in ("assignments", "instructor", "submitted", "autograded", "feedback", "coursekit", "tests",
+                      "nbgrader_config.py"):
         assert not list(student.rglob(forbidden)), f"{forbidden} in the student tree"
 
 

@@ -1,5 +1,5 @@
 """The transformers homework's own planted submissions: its demo cohort, its catalogue of planted mistakes and correct
-alternatives, and the hostile cohort graded by tests/test_hostile_cohort.py. Test data, not tooling (nbgrader ignores
+alternatives, and the hostile cohort graded by tests/e2e/test_hostile_cohort.py. Test data, not tooling (nbgrader ignores
 this folder: ``CourseDirectory.ignore``; the leak guard keeps it out of everything published).
 
 ``demo_cohort(assignment)``        one submission per situation: the instructors page's demo and the pipeline tests
@@ -69,7 +69,7 @@ def demo_cohort(assignment) -> list[Submission]:
     ]
 
 
-# What the feedback of some demo students must show (tests/test_pipeline.py): messages that name the mistake, a
+# What the feedback of some demo students must show (tests/e2e/test_pipeline.py): messages that name the mistake, a
 # visible check named by its line, a hidden one named as such.
 FEEDBACK = {
     "demo_accuracy_threshold_half": ["the threshold is on the logit at 0 (not 0.5)", "hidden tests ran here",

@@ -470,7 +470,7 @@ def demo_cohort(assignment) -> list[Submission]:
     ]
 
 
-# What the feedback of some demo students must show (tests/test_pipeline.py): messages that name the mistake.
+# What the feedback of some demo students must show (tests/e2e/test_pipeline.py): messages that name the mistake.
 FEEDBACK = {
     "demo_mask_no_padding": ["every query must be masked from them", "The check that failed:"],
     "demo_perplexity_base_2": ["a loss of log 3 nats is a choice between 3 equally likely tokens"],
