@@ -126,7 +126,7 @@ def status_text(snap: Snapshot, students: bool = False) -> str:
         lines.append("workers: none running")
     shown = snap.jobs if students else [j for j in snap.jobs if j.state in ("running", "failed")]
     if shown:
-        width = max(len(f"{j.assignment}/{j.student}") for j in shown)
+        width = max([len("submission")] + [len(f"{j.assignment}/{j.student}") for j in shown])
         lines.append("")
         lines.append(f"{'submission':<{width}}  {'state':<9} {'tries':>5} {'seconds':>8}  worker / cause")
         for j in shown:
