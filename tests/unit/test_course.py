@@ -149,8 +149,8 @@ def test_students_are_those_with_a_folder_for_the_assignment(tiny):
 def test_planted_is_none_without_the_file_and_loaded_with_it(tiny):
     hw = tiny.assignment(NAME)
     assert hw.planted is None
-    planted = tiny.folder("source") / NAME / "grading" / "planted.py"
-    planted.parent.mkdir()
+    planted = tiny.root / "instructor" / NAME / "planted.py"
+    planted.parent.mkdir(parents=True)
     planted.write_text("def demo_cohort(assignment):\n    return [assignment.name]\n")
     fresh = Course.load(tiny.root).assignment(NAME)
     assert fresh.planted.demo_cohort(fresh) == [NAME]

@@ -156,7 +156,7 @@ def test_each_demo_cohort_is_consistent_with_its_assignment(name):
 
 def test_demo_cohort_without_planted_data_is_a_clear_error(tmp_path):
     hw = Course.load(make_course(tmp_path / "course")).assignment(NAME)
-    with pytest.raises(CourseKitError, match="no grading/planted.py"):
+    with pytest.raises(CourseKitError, match="instructor/tiny: no planted.py"):
         demo_cohort(hw)
 
 
@@ -164,8 +164,8 @@ def test_remove_demo_removes_only_the_demo_students(tmp_path):
     from nbgrader.api import Gradebook
 
     root = make_course(tmp_path / "course")
-    planted = root / "assignments" / NAME / "grading" / "planted.py"
-    planted.parent.mkdir()
+    planted = root / "instructor" / NAME / "planted.py"
+    planted.parent.mkdir(parents=True)
     planted.write_text("from coursekit.planting import Submission\n\n"
                        "def demo_cohort(assignment):\n    return [Submission('demo_a'), Submission('demo_b')]\n")
     course = Course.load(root)
