@@ -26,8 +26,6 @@ def main() -> int:
         for name, (_, help_) in COMMANDS.items():
             print(f"  {name:<12} {help_}")
         return 2
-    from traitlets import TraitError
-
     from . import CourseKitError
 
     module = importlib.import_module(COMMANDS[sys.argv[1]][0])
@@ -36,7 +34,12 @@ def main() -> int:
     except CourseKitError as error:
         print(f"coursekit {sys.argv[1]}: {error}", file=sys.stderr)
         return 1
-    except TraitError as error:  # a setting of nbgrader_config.py that traitlets refused (e.g. a backend's name)
+    except Exception as error:
+        # a setting of nbgrader_config.py that traitlets refused (a backend's name, say); `hub install` runs with the
+        # system's Python, before traitlets is installed, so it is looked up only if a command imported it
+        traitlets = sys.modules.get("traitlets")
+        if traitlets is None or not isinstance(error, traitlets.TraitError):
+            raise
         print(f"coursekit {sys.argv[1]}: a setting in nbgrader_config.py is wrong: {error}", file=sys.stderr)
         return 1
 
