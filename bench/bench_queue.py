@@ -101,7 +101,7 @@ def overhead(course_root: Path, db: str, boundary: float) -> dict:
     stamp in it) are left out."""
     import psycopg
 
-    from coursekit.queue.postgres import conninfo
+    from coursekit.queue.database import conninfo
 
     with psycopg.connect(conninfo(db), options="-c search_path=grading_queue") as conn:
         rows = conn.execute("SELECT worker, started_at, finished_at, seconds FROM coursekit_attempts "

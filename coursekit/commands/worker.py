@@ -22,7 +22,7 @@ from .. import venv_env
 
 def main(argv: list[str] | None = None) -> int:
     from ..queue import client, open_queue
-    from ..queue.postgres import default_worker_name
+    from ..queue.worker import default_worker_name
     from ..sandbox import GradingSandbox
 
     parser = argparse.ArgumentParser(prog="python -m coursekit worker", description=__doc__.split("\n\n")[0])

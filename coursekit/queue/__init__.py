@@ -195,6 +195,20 @@ class QueueBackend:
     def __init__(self, course, settings: GradingQueue):
         self.course, self.settings = course, settings
 
+    def open(self) -> "QueueBackend":
+        """Start the command's session (``with open_queue(course) as queue:``): what every call until ``close``
+        shares (a connection pool, say). By default nothing."""
+        return self
+
+    def close(self) -> None:
+        """End the command's session."""
+
+    def __enter__(self) -> "QueueBackend":
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def where(self) -> str:
         """Where the queue lives, for messages (no password)."""
         raise NotImplementedError

@@ -66,12 +66,9 @@ def follow(queue, assignment: str, job_ids: list[int], progress: bool = True, ev
         from tqdm import tqdm
 
         bar = tqdm(total=len(job_ids), unit="nb", desc=f"queue {assignment}", file=sys.stderr)
-    start, polls = time.monotonic(), 0
+    start = time.monotonic()
     try:
         while True:
-            if polls % 5 == 4:  # any client may take up the jobs of a lost worker (one at a time: a lock)
-                queue.recover()
-            polls += 1
             snap = queue.snapshot([assignment], job_ids)
             counts = snap.counts
             ended = counts["done"] + counts["failed"] + counts["cancelled"]
@@ -137,7 +134,8 @@ def status_text(snap: Snapshot, students: bool = False) -> str:
 
 
 def status(course, assignments: list[str] | None, as_json: bool = False, students: bool = False) -> str:
-    snap = open_queue(course).snapshot(assignments)
+    with open_queue(course) as queue:
+        snap = queue.snapshot(assignments)
     if as_json:
         return json.dumps(snap.as_json(), indent=1)
     return status_text(snap, students)
@@ -145,8 +143,8 @@ def status(course, assignments: list[str] | None, as_json: bool = False, student
 
 def attempts_text(course, assignment: str, student: str) -> str:
     """Every attempt of one submission, with the tail of nbgrader's log for failed ones."""
-    queue = open_queue(course)
-    rows = queue.attempts(assignment, student)
+    with open_queue(course) as queue:
+        rows = queue.attempts(assignment, student)
     if not rows:
         return f"{assignment}/{student}: no job in the queue"
     lines = []
@@ -186,7 +184,11 @@ def grade_main(args, course) -> int:
         course.config.GradingQueue.db_url = args.queue_db
     hws = [hw for hw in course.assignments(args.assignment)
            if args.assignment or course.students("submitted", hw.name)]
-    queue = open_queue(course)
+    with open_queue(course) as queue:  # one session for the whole command
+        return _grade(args, course, hws, queue)
+
+
+def _grade(args, course, hws, queue) -> int:
     if args.watch:
         watcher = Watcher(course, hws, queue, exchange=args.exchange, max_gradings=args.max_gradings)
         print(f"watching {', '.join(hw.name for hw in hws)} in {course.folder('submitted')}"

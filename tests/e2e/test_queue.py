@@ -336,7 +336,7 @@ def queued(serial):
 def attempts(root: Path, db: str) -> list[tuple]:
     import psycopg
 
-    from coursekit.queue.postgres import conninfo
+    from coursekit.queue.database import conninfo
 
     with psycopg.connect(conninfo(db), options="-c search_path=grading_queue") as conn:
         return conn.execute("SELECT student, attempt, worker, outcome, cause FROM coursekit_attempts "
@@ -543,7 +543,7 @@ def test_a_database_restart_during_a_run_loses_nothing(serial, own_cluster):
                                                "error accessing the nbgrader database")), logs[-4000:]
         import psycopg
 
-        from coursekit.queue.postgres import conninfo
+        from coursekit.queue.database import conninfo
 
         with psycopg.connect(conninfo(db)) as conn:  # the workers hold connections again, all made after the restart
             n, first = conn.execute("SELECT count(*), min(backend_start) FROM pg_stat_activity "
@@ -562,7 +562,7 @@ def test_a_database_restart_during_a_run_loses_nothing(serial, own_cluster):
 # ------------------------------------------------------------------------------------------------ the connection
 def test_the_queue_connects_with_the_gradebooks_settings_through_psycopg_3():
     from coursekit.queue import QueueUnavailable
-    from coursekit.queue.postgres import conninfo
+    from coursekit.queue.database import conninfo
 
     assert conninfo("postgresql+psycopg2://course:p%40ss@db.example:5433/course?sslmode=require") == \
         "postgresql://course:p%40ss@db.example:5433/course?sslmode=require"
