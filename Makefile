@@ -96,8 +96,10 @@ bench: $(STAMP) $(LIGHTHOUSE)
 # the accounts, the course directory and the exchange, delegates the grading cgroups to the grader and starts the hub on
 # http://127.0.0.1:8000. ROSTER=students.csv loads a real roster (nbgrader's id,first_name,last_name,email).
 # `make hub-down` stops it and removes what it created (the environment stays; `make hub-purge` removes it too).
+# On a real host, `make hub HUB_ARGS=--service` runs the hub as the systemd service coursekit-hub (survives reboots).
 ROSTER   ?= hub/roster.csv
 HUB_PORT ?= 8000
+HUB_ARGS ?=
 HUB_PY   := /usr/bin/python3.11
 .PHONY: hub hub-down hub-purge hub-env
 
@@ -105,7 +107,7 @@ hub-env:
 	PYTHONPATH=$(CURDIR) $(HUB_PY) -m coursekit hub install
 
 hub: hub-env
-	PYTHONPATH=$(CURDIR) /opt/coursekit-hub/venv/bin/python -m coursekit hub up --roster $(ROSTER) --port $(HUB_PORT)
+	PYTHONPATH=$(CURDIR) /opt/coursekit-hub/venv/bin/python -m coursekit hub up --roster $(ROSTER) --port $(HUB_PORT) $(HUB_ARGS)
 
 hub-down:
 	PYTHONPATH=$(CURDIR) /opt/coursekit-hub/venv/bin/python -m coursekit hub down

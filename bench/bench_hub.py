@@ -27,7 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from coursekit.commands import hub as hubmod  # noqa: E402
+from coursekit import hosting
+from coursekit.hosting import processes  # noqa: E402
+from coursekit.hosting.state import State  # noqa: E402
 
 A = "transformers"
 
@@ -43,12 +45,12 @@ def main() -> int:
     from test_hub import HUB_PY, PATHS, Hub, _env  # the test's client: the same calls
 
     env = _env()
-    state = hubmod.State.load(PATHS)
-    if hubmod._alive(state.pid):
+    state = State.load(PATHS)
+    if processes.alive(state.pid):
         raise SystemExit(f"a hub is already running ({state.url}): sudo make hub-down first")
     started = time.monotonic()
     for cmd in (["install"], ["up", "--load-students", str(args.students), "--port", "0"]):
-        python = HUB_PY if cmd[0] != "install" else Path(hubmod.SYSTEM_PYTHON)
+        python = HUB_PY if cmd[0] != "install" else Path(hosting.SYSTEM_PYTHON)
         subprocess.run([str(python), "-m", "coursekit", "hub", *cmd], cwd=ROOT, env=env, check=True,
                        capture_output=True, text=True)
     up_s = time.monotonic() - started

@@ -18,7 +18,8 @@ what feedback shows         ``feedback.py`` (``c.GenerateFeedback.preprocessors`
 a learning platform         ``collect.py`` (``c.ZipCollectApp.collector_plugin``) and ``export.py``
                             (``c.ExportApp.plugin_class``)
 nbgrader's exchange         ``exchange.py``: every ``c.ExchangeFactory`` step (safe names, collection, submission)
-the hosted course           ``commands/hub.py`` (accounts, folders, ``python -m coursekit hub up``) and ``hub/`` at the
+the hosted course           ``hosting/`` (environment, accounts, layout, processes, state: ``python -m coursekit hub
+                            up``) and ``hub/`` at the
                             repository's root (JupyterHub's configuration, every account's nbgrader configuration)
 a sandbox (Docker, …)       ``sandbox/``: a ``Backend`` (``probe``, ``command``), chosen by ``c.GradingSandbox.backend``
 the grading queue           ``queue/``: a ``QueueBackend`` (``enqueue``, ``snapshot``, ``cancel``, ``work``), chosen by

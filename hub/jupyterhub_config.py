@@ -1,7 +1,7 @@
 """JupyterHub configuration of the hosted course (``python -m coursekit hub up`` copies it next to settings.json).
 
 Every value that changes between machines (ports, paths, account names, the roster) comes from ``settings.json``,
-written by ``coursekit/commands/hub.py``; secrets (the admin service's token, the hub's cookie secret) stay in the state folder,
+written by ``coursekit/hosting/``; secrets (the admin service's token, the hub's cookie secret) stay in the state folder,
 readable by root only. What each account can do is documented in book/instructors.md, "Hosting the course".
 """
 import json

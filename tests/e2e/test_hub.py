@@ -33,7 +33,9 @@ import pytest
 
 from conftest import ASSIGNMENT, COURSE, ROOT
 from coursekit import leaks
-from coursekit.commands import hub as hubmod
+from coursekit import hosting
+from coursekit.hosting import accounts, processes
+from coursekit.hosting.state import State
 from coursekit.notebook import secret_lines
 from coursekit.planting import Submission
 
@@ -46,7 +48,7 @@ ROSTER = [FULL, PARTIAL, HOSTILE, LATE]
 OUTSIDER = "ck-t-eve"  # a Unix account, not on the roster
 LOAD = 4               # load students in the test (bench/bench_hub.py runs 30)
 ANSWER = "handcrafted_rule"
-PATHS = hubmod.Paths()
+PATHS = hosting.Paths()
 HUB_PY = PATHS.venv / "bin" / "python"
 CANARY = {s: f"canary-{s}-{secrets.token_hex(6)}" for s in ROSTER}
 
@@ -56,7 +58,7 @@ def _env() -> dict:
 
 
 def _hub_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    python = HUB_PY if args[0] != "install" else Path(hubmod.SYSTEM_PYTHON)
+    python = HUB_PY if args[0] != "install" else Path(hosting.SYSTEM_PYTHON)
     proc = subprocess.run([str(python), "-m", "coursekit", "hub", *args], cwd=ROOT, env=_env(), capture_output=True,
                           text=True, timeout=timeout)
     assert proc.returncode == 0, f"coursekit hub {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}" \
@@ -116,7 +118,7 @@ class Hub:
     def formgrader(self, method: str, path: str, data=None, timeout: float = 600) -> dict:
         """The grading service's formgrader API, called as the instructor (what its buttons call)."""
         status, body, _ = self.call(method, f"/services/{self.course}/formgrader/api/{path}",
-                                    self.token(hubmod.INSTRUCTOR), data=data, timeout=timeout)
+                                    self.token(hosting.INSTRUCTOR), data=data, timeout=timeout)
         assert status == 200, (path, status, body[:2000])
         return json.loads(body)
 
@@ -156,7 +158,7 @@ def grader_query(code: str) -> dict:
     """Read the gradebook as the grader, through nbgrader's API (root never opens the grader's SQLite file)."""
     prelude = ("import json, sys\nfrom nbgrader.api import Gradebook\n"
                f"gb = Gradebook('sqlite:///{PATHS.course / 'gradebook.db'}', 'transformers-by-hand')\n")
-    proc = as_user(hubmod.GRADER, prelude + code + "\nprint(json.dumps(out))")
+    proc = as_user(hosting.GRADER, prelude + code + "\nprint(json.dumps(out))")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -168,8 +170,8 @@ def _require():
     missing = [t for t in ("bwrap", "runuser", "useradd", "npm", "node") if shutil.which(t) is None]
     assert not missing, f"missing {missing}: .ci/run installs them"
     assert not (Path("/sys/fs/cgroup/cgroup.controllers")).exists(), "the hub test needs cgroup v1 (this machine's)"
-    state = hubmod.State.load(PATHS)
-    if hubmod._alive(state.pid):
+    state = State.load(PATHS)
+    if processes.alive(state.pid):
         pytest.skip(f"a hub is already running here ({state.url}): `sudo make hub-down` first")
 
 
@@ -245,20 +247,20 @@ def test_setup_accounts_folders_and_roles(hub):
     """The setup made the accounts, the course directory, the exchange and the delegation it promises."""
     s = hub.settings
     assert s["ip"] == "127.0.0.1" and hub.url.startswith("http://127.0.0.1:")
-    for user in [hubmod.INSTRUCTOR, hubmod.GRADER, *ROSTER, *[f"ck-load{i:02d}" for i in range(1, LOAD + 1)]]:
+    for user in [hosting.INSTRUCTOR, hosting.GRADER, *ROSTER, *[f"ck-load{i:02d}" for i in range(1, LOAD + 1)]]:
         assert pwd.getpwnam(user), user
         assert stat.S_IMODE(os.stat(pwd.getpwnam(user).pw_dir).st_mode) == 0o700, user
-    members = set(grp.getgrnam(hubmod.STUDENTS_GROUP).gr_mem)
-    assert set(ROSTER) <= members and hubmod.INSTRUCTOR not in members and OUTSIDER not in members
+    members = set(grp.getgrnam(hosting.STUDENTS_GROUP).gr_mem)
+    assert set(ROSTER) <= members and hosting.INSTRUCTOR not in members and OUTSIDER not in members
     course = os.stat(PATHS.course)
-    assert pwd.getpwuid(course.st_uid).pw_name == hubmod.GRADER and stat.S_IMODE(course.st_mode) == 0o700
+    assert pwd.getpwuid(course.st_uid).pw_name == hosting.GRADER and stat.S_IMODE(course.st_mode) == 0o700
     inbound = os.stat(PATHS.exchange / hub.course / "inbound")
     assert stat.S_IMODE(inbound.st_mode) == 0o3733, oct(inbound.st_mode)
     for controller in ("memory", "pids", "cpu"):
         root = Path("/sys/fs/cgroup") / controller / "coursekit-grading"
-        assert pwd.getpwuid(root.stat().st_uid).pw_name == hubmod.GRADER, root
+        assert pwd.getpwuid(root.stat().st_uid).pw_name == hosting.GRADER, root
     # the grading service runs as the grader, never as root
-    service_pids = [p for p in hubmod._processes_of({pwd.getpwnam(hubmod.GRADER).pw_uid})
+    service_pids = [p for p in processes.processes_of({pwd.getpwnam(hosting.GRADER).pw_uid})
                     if b"jupyterhub-singleuser" in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert service_pids, "the grading service runs as the grader"
     status, body, _ = hub.call("GET", "/hub/api/services")
@@ -284,11 +286,11 @@ def test_release_start_servers_and_fetch(hub):
     for name in COURSE.assignment_names():  # the instructor releases every assignment; the students work on A
         log = hub.formgrader("POST", f"assignment/{name}/release")
         assert log["success"], (name, log)
-    hub.results["spawn_s"] = hub.start_servers(ROSTER + [hubmod.INSTRUCTOR])
+    hub.results["spawn_s"] = hub.start_servers(ROSTER + [hosting.INSTRUCTOR])
     # every port the hub, its proxy, the grading service and the users' servers listen on is on 127.0.0.1
     import psutil
 
-    state = hubmod.State.load(PATHS)
+    state = State.load(PATHS)
     uids = {pwd.getpwnam(u).pw_uid for u in state.users}
     ours = {p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids}
     ours |= {state.pid} | {c.pid for c in psutil.Process(state.pid).children(recursive=True)}
@@ -510,10 +512,10 @@ def test_manual_grade_in_the_formgrader_under_the_hubs_csp(hub, tmp_path):
         page = context.new_page()
         page.set_default_timeout(UI_TIMEOUT_MS)
         page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
-        _login(page, hub, hubmod.INSTRUCTOR)
+        _login(page, hub, hosting.INSTRUCTOR)
         status, courses = 0, {}
-        page.goto(f"{hub.url}/user/{hubmod.INSTRUCTOR}/lab", wait_until="load")
-        courses = page.evaluate(f"""async () => (await fetch('/user/{hubmod.INSTRUCTOR}/formgraders',
+        page.goto(f"{hub.url}/user/{hosting.INSTRUCTOR}/lab", wait_until="load")
+        courses = page.evaluate(f"""async () => (await fetch('/user/{hosting.INSTRUCTOR}/formgraders',
             {{headers: {{'X-XSRFToken': document.cookie.match(/_xsrf=([^;]+)/)?.[1] || ''}}}})).json()""")
         with awaiting("the course list's link → the grading service's JupyterLab → the formgrader tab → Manual "
                       "Grading → the submission", lambda: page.url, page=page,
@@ -613,22 +615,22 @@ def test_load_fetch_and_submit(hub):
 
 
 def test_hub_down_removes_everything(hub):
-    state = hubmod.State.load(PATHS)
+    state = State.load(PATHS)
     created = list(state.users)
     pid = state.pid
     proc = subprocess.run([str(HUB_PY), "-m", "coursekit", "hub", "down"], cwd=ROOT, env=_env(), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert not hubmod._alive(pid)
+    assert not processes.alive(pid)
     import psutil
 
     leftover = [(p.pid, p.info["cmdline"][:2]) for p in psutil.process_iter(["cmdline"])
                 if any(str(PATHS.prefix) in arg for arg in p.info["cmdline"] or [])]
     assert not leftover, f"processes of the hub still running (the proxy?): {leftover}"
-    assert created and not [u for u in created if hubmod._exists_user(u)]
+    assert created and not [u for u in created if accounts.exists_user(u)]
     assert not [p.pw_name for p in pwd.getpwall()
                 if p.pw_name.startswith("ck-") and p.pw_name not in hub.before_users | {OUTSIDER}]
     assert not PATHS.course.exists() and not PATHS.exchange.exists() and not PATHS.state.exists()
     for controller in ("memory", "pids", "cpu"):
         root = Path("/sys/fs/cgroup") / controller / "coursekit-grading"
-        assert not root.exists() or pwd.getpwuid(root.stat().st_uid).pw_name != hubmod.GRADER
+        assert not root.exists() or pwd.getpwuid(root.stat().st_uid).pw_name != hosting.GRADER

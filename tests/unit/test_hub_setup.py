@@ -1,4 +1,4 @@
-"""The parts of ``coursekit/commands/hub.py`` that need no root and change nothing on the machine: reading a roster
+"""The parts of ``coursekit.hosting`` that need no root and change nothing on the machine: reading a roster
 CSV (every bad line named with the file), the load-test accounts, where everything goes (``Paths``), what ``up``
 records (``State``, saved and loaded back), the per-role Jupyter configurations written into a folder in tmp_path,
 and the digest that decides when the hub's environment is rebuilt. tests/e2e/test_hub.py brings the hub up for real."""
@@ -10,7 +10,9 @@ import stat
 import pytest
 
 from coursekit import CourseKitError
-from coursekit.commands import hub
+from coursekit import hosting
+from coursekit.hosting import accounts, environment, layout
+from coursekit.hosting.state import State
 
 
 def roster(tmp_path, text: str):
@@ -21,11 +23,11 @@ def roster(tmp_path, text: str):
 
 def test_a_roster_reads_nbgraders_student_csv(tmp_path):
     path = roster(tmp_path, "id,first_name,last_name,email\nada, Ada ,Lovelace,ada@example.org\nbob_2,,,\n")
-    assert hub.read_roster(path) == [hub.Student("ada", "Ada", "Lovelace", "ada@example.org"), hub.Student("bob_2")]
+    assert accounts.read_roster(path) == [accounts.Student("ada", "Ada", "Lovelace", "ada@example.org"), accounts.Student("bob_2")]
 
 
 def test_the_repository_roster_is_valid():
-    students = hub.read_roster(hub.HUB / "roster.csv")
+    students = accounts.read_roster(hosting.HUB / "roster.csv")
     assert students and len({s.id for s in students}) == len(students)
 
 
@@ -35,20 +37,20 @@ def test_the_repository_roster_is_valid():
     ("a" * 33 + ",,,", "is not a Unix user name"),         # too long
     ("ada lovelace,,,", "is not a Unix user name"),
     (",,,", "is not a Unix user name"),                    # no id
-    (f"{hub.GRADER},,,", "the course's own account"),
-    (f"{hub.INSTRUCTOR},,,", "the course's own account"),
+    (f"{hosting.GRADER},,,", "the course's own account"),
+    (f"{hosting.INSTRUCTOR},,,", "the course's own account"),
 ])
 def test_a_bad_id_is_named_with_its_line(tmp_path, line, problem):
     path = roster(tmp_path, f"id,first_name,last_name,email\nok,,,\n{line}\n")
     with pytest.raises(CourseKitError) as error:
-        hub.read_roster(path)
+        accounts.read_roster(path)
     assert str(error.value).startswith(f"{path}, line 3: ") and problem in str(error.value)
 
 
 def test_every_bad_line_is_named_at_once(tmp_path):
     path = roster(tmp_path, "id,first_name,last_name,email\nada,,,\nBAD,,,\nada,,,\n")
     with pytest.raises(CourseKitError) as error:
-        hub.read_roster(path)
+        accounts.read_roster(path)
     lines = str(error.value).splitlines()
     assert [line.split(": ")[0] for line in lines] == [f"{path}, line 3", f"{path}, line 4"]
     assert "appears twice" in lines[1]
@@ -57,54 +59,54 @@ def test_every_bad_line_is_named_at_once(tmp_path):
 @pytest.mark.parametrize("text", ["", "name,email\nada,a@b\n"])
 def test_a_file_that_is_not_a_roster_says_what_one_is(tmp_path, text):
     with pytest.raises(CourseKitError, match="columns id,first_name,last_name,email"):
-        hub.read_roster(roster(tmp_path, text))
+        accounts.read_roster(roster(tmp_path, text))
 
 
 def test_a_missing_roster_is_a_clear_error(tmp_path):
     with pytest.raises(CourseKitError, match="cannot read the roster"):
-        hub.read_roster(tmp_path / "nope.csv")
+        accounts.read_roster(tmp_path / "nope.csv")
 
 
 def test_load_students_are_valid_unique_accounts():
-    students = hub.load_students(12)
+    students = accounts.load_students(12)
     assert [s.id for s in students][:2] == ["ck-load01", "ck-load02"] and students[-1].id == "ck-load12"
-    assert all(hub.NAME.match(s.id) for s in students) and len({s.id for s in students}) == 12
+    assert all(hosting.NAME.match(s.id) for s in students) and len({s.id for s in students}) == 12
 
 
 def test_paths_derive_from_three_roots(tmp_path):
-    paths = hub.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
     assert paths.venv == tmp_path / "opt" / "venv" and paths.etc == tmp_path / "opt" / "etc"
     assert paths.course == tmp_path / "srv" / "course" and paths.exchange == tmp_path / "srv" / "exchange"
     assert paths.state_file == tmp_path / "state" / "state.json"
     assert paths.nbgrader_global == tmp_path / "opt" / "venv" / "etc" / "jupyter" / "nbgrader_config.py"
-    assert hub.Paths().srv == hub.SRV
+    assert hosting.Paths().srv == hosting.SRV
 
 
 def test_state_is_saved_private_and_loaded_back(tmp_path):
-    paths = hub.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
-    assert hub.State.load(paths) == hub.State(), "nothing created yet"
-    state = hub.State(users=["ck-grader", "ada"], groups=["ck-students"], students=["ada"],
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    assert State.load(paths) == State(), "nothing created yet"
+    state = State(users=["ck-grader", "ada"], groups=["ck-students"], students=["ada"],
                       cgroups={"/sys/fs/cgroup/x": [0, 0]}, pid=1234, url="http://127.0.0.1:8000/",
                       settings={"port": 8000})
     state.save(paths)
     assert stat.S_IMODE(paths.state.stat().st_mode) == 0o700
-    assert hub.State.load(paths) == state
+    assert State.load(paths) == state
     assert not list(paths.state.glob("*.tmp")), "written whole, then renamed"
 
 
 def test_role_configs_give_each_session_its_extensions(tmp_path):
-    paths = hub.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
-    hub._role_configs(paths)
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    layout.role_configs(paths)
     roles = paths.etc / "roles"
-    assert sorted(p.name for p in roles.iterdir()) == sorted(hub.ROLES)
-    for role, wanted in hub.ROLES.items():
+    assert sorted(p.name for p in roles.iterdir()) == sorted(hosting.ROLES)
+    for role, wanted in hosting.ROLES.items():
         server = json.loads((roles / role / "jupyter_server_config.json").read_text())["ServerApp"]
         enabled = {name.rsplit(".", 1)[1] for name, on in server["jpserver_extensions"].items() if on}
-        assert wanted & set(hub.SERVER_EXTENSIONS) <= enabled, role  # create_assignment is a lab plugin only
+        assert wanted & set(hosting.SERVER_EXTENSIONS) <= enabled, role  # create_assignment is a lab plugin only
         assert "formgrader" not in enabled or role == "grader", "only the grading service runs the formgrader"
         assert ("validate_assignment" in enabled) == (role != "student")
         disabled = json.loads((roles / role / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
-        assert all(disabled.get(f"@jupyter/nbgrader:{hub.LAB_PLUGINS[ext]}") is not True for ext in wanted), role
+        assert all(disabled.get(f"@jupyter/nbgrader:{hosting.LAB_PLUGINS[ext]}") is not True for ext in wanted), role
         assert (disabled.get("@jupyter/nbgrader:formgrader") is True) == (role != "grader")
         frames = server.get("tornado_settings", {}).get("headers", {}).get("Content-Security-Policy")
         assert frames == ("frame-ancestors 'self'" if role == "grader" else None), role
@@ -116,13 +118,42 @@ def test_the_environment_digest_follows_names_and_contents(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("x")
     b.write_text("y")
-    before = hub._digest([a, b])
-    assert hub._digest([a, b]) == before
+    before = environment.digest([a, b])
+    assert environment.digest([a, b]) == before
     b.write_text("z")
-    assert hub._digest([a, b]) != before
+    assert environment.digest([a, b]) != before
     b.write_text("y")
-    assert hub._digest([a, b]) == before
+    assert environment.digest([a, b]) == before
     renamed = tmp_path / "c.txt"
     b.rename(renamed)
-    assert hub._digest([a, renamed]) != before, "a file's name counts too"
-    assert all(p.is_file() for p in hub._requirements()), "every pin the digest reads exists"
+    assert environment.digest([a, renamed]) != before, "a file's name counts too"
+    assert all(p.is_file() for p in environment.requirements()), "every pin the digest reads exists"
+
+
+def test_on_a_real_host_the_hub_is_a_systemd_service_that_survives_reboots(tmp_path):
+    """``hub up --service`` writes this unit: the hub's own environment and configuration, restarted when it dies,
+    started at boot (as The Littlest JupyterHub runs its hub)."""
+    from coursekit.hosting.processes import hub_environment, systemd_unit
+
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    unit = systemd_unit(paths)
+    sections = {line for line in unit.splitlines() if line.startswith("[")}
+    assert sections == {"[Unit]", "[Service]", "[Install]"}
+    assert f"ExecStart={paths.venv}/bin/jupyterhub -f {paths.etc}/jupyterhub_config.py" in unit
+    assert "Restart=always" in unit and "WantedBy=multi-user.target" in unit
+    assert f"WorkingDirectory={paths.state}" in unit
+    for key, value in hub_environment(paths).items():  # the same environment as the hub in the foreground
+        assert f"Environment={key}={value}" in unit
+    assert hub_environment(paths)["COURSEKIT_HUB_ETC"] == str(paths.etc)
+
+
+def test_without_systemd_the_service_is_refused_with_what_to_do(tmp_path, monkeypatch):
+    from coursekit import CourseKitError
+    from coursekit.hosting import processes
+    from coursekit.hosting.state import State
+
+    monkeypatch.setattr(processes, "has_systemd", lambda: False)
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    with pytest.raises(CourseKitError, match="needs systemd.*drop --service"):
+        processes.start_hub(paths, State(), {"url": "http://127.0.0.1:1", "course_id": "c"}, print, service=True)
+    assert not processes.UNIT.exists() or processes.UNIT.read_text() != processes.systemd_unit(paths)

@@ -1,0 +1,165 @@
+"""The processes: running commands (as an account), the hub itself (started in the foreground for the demo and the
+tests, or as a systemd service on a real host), and what an account left running."""
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .. import CourseKitError
+from . import Paths
+from .state import State
+
+
+def run(cmd: list[str], cwd: Path | None = None, user: str | None = None, env: dict | None = None,
+         input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    full = [str(c) for c in cmd]
+    if user:
+        home = pwd.getpwnam(user).pw_dir
+        full = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", user, "--", "env", f"HOME={home}", f"USER={user}", f"LOGNAME={user}", *full]
+    proc = subprocess.run(full, cwd=cwd, env=env, input=input, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise CourseKitError(f"{' '.join(full)} exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return proc
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def api(url: str, path: str, token: str, timeout: float = 5) -> int:
+    request = urllib.request.Request(url.rstrip("/") + path, headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/cmdline").exists() and b"jupyterhub" in Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+UNIT = Path("/etc/systemd/system/coursekit-hub.service")
+
+
+def hub_environment(paths: Paths) -> dict[str, str]:
+    """The hub process's whole environment (in the foreground and in the systemd unit alike)."""
+    return {"PATH": f"{paths.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+            "COURSEKIT_HUB_ETC": str(paths.etc), "COURSEKIT_HUB_STATE": str(paths.state)}
+
+
+def systemd_unit(paths: Paths) -> str:
+    """The hub as a systemd service on a real host: started at boot, restarted if it dies, as The Littlest JupyterHub
+    runs its hub."""
+    environment = "".join(f"Environment={key}={value}\n" for key, value in hub_environment(paths).items())
+    return (f"[Unit]\nDescription=The course's JupyterHub (python -m coursekit hub up --service)\n"
+            f"After=network-online.target\nWants=network-online.target\n\n"
+            f"[Service]\nUser=root\nRestart=always\nRestartSec=2\nWorkingDirectory={paths.state}\n{environment}"
+            f"ExecStart={paths.venv / 'bin' / 'jupyterhub'} -f {paths.etc / 'jupyterhub_config.py'}\n"
+            f"StandardOutput=append:{paths.state / 'jupyterhub.log'}\nStandardError=inherit\n\n"
+            f"[Install]\nWantedBy=multi-user.target\n")
+
+
+def has_systemd() -> bool:
+    return Path("/run/systemd/system").is_dir() and shutil.which("systemctl") is not None
+
+
+def start_hub(paths: Paths, state: State, settings: dict, log, timeout: float = 120, service: bool = False) -> None:
+    """Start JupyterHub and wait until it and the grading service answer: in the foreground of this machine's session
+    (the demo, the tests), or as the systemd service ``coursekit-hub`` (``service``: a real host; it survives
+    reboots)."""
+    if service:
+        if not has_systemd():
+            raise CourseKitError("--service needs systemd as this machine's init system; without it the hub runs "
+                                 "in the background of this session (drop --service)")
+        UNIT.write_text(systemd_unit(paths))
+        run(["systemctl", "daemon-reload"])
+        run(["systemctl", "enable", "--now", UNIT.name])
+        settings["service"] = UNIT.name
+        proc = None
+        state.pid = int(run(["systemctl", "show", "--property=MainPID", "--value", UNIT.name]).stdout.strip() or 0)
+    else:
+        log_file = open(paths.state / "jupyterhub.log", "ab")
+        proc = subprocess.Popen([str(paths.venv / "bin" / "jupyterhub"), "-f", str(paths.etc / "jupyterhub_config.py")],
+                                cwd=paths.state, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=hub_environment(paths))
+        state.pid = proc.pid
+    state.save(paths)
+    token = (paths.state / "admin-token").read_text().strip()
+    url = settings["url"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise CourseKitError(f"JupyterHub exited ({proc.returncode}); its log: {paths.state / 'jupyterhub.log'}\n"
+                                 + (paths.state / "jupyterhub.log").read_text()[-3000:])
+        try:
+            hub = api(url, "/hub/api/", token)
+            service_status = api(url, f"/hub/api/services/{settings['course_id']}", token)
+            grading = api(url, f"/services/{settings['course_id']}/api/status", token) if service_status == 200 else 0
+            if hub == 200 and grading == 200:
+                return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.25)
+    raise CourseKitError(f"the hub did not answer within {timeout:.0f} s; its log: {paths.state / 'jupyterhub.log'}")
+
+
+def stop_hub(state: State, log, timeout: float = 60, paths: Paths | None = None) -> None:
+    if UNIT.exists():  # the systemd service: stopped, disabled and removed
+        log(f"stopping and removing the systemd service {UNIT.name}")
+        run(["systemctl", "disable", "--now", UNIT.name], check=False)
+        UNIT.unlink()
+        run(["systemctl", "daemon-reload"], check=False)
+    if alive(state.pid):
+        log(f"stopping JupyterHub (pid {state.pid}) and the servers it started")
+        os.kill(state.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while alive(state.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if alive(state.pid):
+            log(f"JupyterHub did not stop within {timeout:.0f} s: killed")
+            os.killpg(state.pid, signal.SIGKILL)
+    state.pid = None
+    # The proxy runs in a session of its own: a hub that was killed (or died) leaves it running; its pid file says which.
+    pid_file = (paths or Paths()).state / "proxy.pid"
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return
+    if b"configurable-http-proxy" in cmdline:
+        log(f"stopping the proxy (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)
+
+
+def processes_of(uids: set[int]) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid in uids:
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
