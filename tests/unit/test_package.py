@@ -29,6 +29,9 @@ def imports(path: Path, modules: set[str], root: Path = ROOT) -> list[tuple[str,
             found += [(alias.name, None, node.lineno) for alias in node.names if alias.name.split(".")[0] == "coursekit"]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
+                if node.level > len(package.split(".")):  # above the top-level package: fails when it runs
+                    found.append(("", f"relative import beyond the package (level {node.level})", node.lineno))
+                    continue
                 base = package.split(".")[:len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
@@ -49,6 +52,12 @@ def graph(root: Path = ROOT) -> tuple[dict[str, set[str]], list[str]]:
     for name, path in paths.items():
         where = path.relative_to(root)
         for target, imported, line in imports(path, set(paths), root):
+            if not target:
+                broken.append(f"{where}:{line}: a {imported}")
+                continue
+            if target not in paths:  # a deferred import runs only when its function does: said here, not then
+                broken.append(f"{where}:{line}: imports {target}, which is no module of the package")
+                continue
             edges[name].add(target)
             if imported and imported.startswith("_") and not imported.startswith("__") and target != name:
                 broken.append(f"{where}:{line}: imports the private name {imported} of {target}")
@@ -110,12 +119,15 @@ def test_the_reader_finds_each_kind_of_broken_rule(tmp_path):
     (package / "queue" / "client.py").write_text("def f():\n    from ..commands.grade import _helper\n")
     (package / "a.py").write_text("from . import b\n")
     (package / "b.py").write_text("import coursekit.a\n")
+    (package / "queue" / "moved.py").write_text("def f():\n    from ...checker import plan\n    from ..nowhere import x\n")
     _, broken = graph(tmp_path)
     text = "\n".join(broken)
     assert "coursekit/queue/client.py:2: imports the private name _helper of coursekit.commands.grade" in text
     assert "coursekit/queue/client.py:2: imports coursekit.commands.grade (up into the commands)" in text
     assert "an import cycle: coursekit.a -> coursekit.b" in text
     assert "an import cycle: coursekit.commands.grade -> coursekit.queue.client" in text
+    assert "coursekit/queue/moved.py:2: a relative import beyond the package (level 3)" in text
+    assert "coursekit/queue/moved.py:3: imports coursekit.nowhere, which is no module of the package" in text
 
 
 def test_the_fast_lane_starts_no_kernel_and_stays_on_this_machine():
