@@ -178,8 +178,6 @@ def load_course(args):
 
 def grade_main(args, course) -> int:
     """``python -m coursekit grade … --queue | --wait | --failed | --watch`` (the flags ``commands/grade.py`` forwards)."""
-    from .watch import Watcher
-
     if args.queue_db:
         course.config.GradingQueue.db_url = args.queue_db
     hws = [hw for hw in course.assignments(args.assignment)
@@ -189,6 +187,8 @@ def grade_main(args, course) -> int:
 
 
 def _grade(args, course, hws, queue) -> int:
+    from .watch import Watcher
+
     if args.watch:
         watcher = Watcher(course, hws, queue, exchange=args.exchange, max_gradings=args.max_gradings)
         print(f"watching {', '.join(hw.name for hw in hws)} in {course.folder('submitted')}"
