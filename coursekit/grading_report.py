@@ -98,7 +98,7 @@ def catalog_submissions(hw: Assignment) -> tuple[list[Submission], dict[str, str
     a cell no member's exercise owns fails every member's row (``catalog_rows``). (The catalogue plants wrong answers,
     not crashes: a mistake that killed its kernel would take the later cells of its submission with it.) A submission
     of correct alternatives must lose nothing: any cell it loses fails the rows of every alternative in it."""
-    from ..checker.plan import free_names
+    from .checker.plan import free_names
 
     wrong, right = hw.planted.catalog(hw)
     tests = {grade_id(c): c.source for c in hw.source.cells if grade_id(c)}
