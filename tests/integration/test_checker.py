@@ -19,6 +19,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveCells
 from nbgrader.tests import create_grade_cell, create_locked_cell, create_solution_cell
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 import tokenizers
@@ -260,19 +261,23 @@ def test_the_time_budget_is_proportionate_to_the_solutions_grading_time(tmp_path
     from coursekit.autograde import budget
     from coursekit.sandbox import GradingSandbox
 
-    source = tmp_path / "hw" / "nb.ipynb"
-    source.parent.mkdir()
+    source = tmp_path / "assignments" / "hw" / "nb.ipynb"
+    source.parent.mkdir(parents=True)
     nb = source_notebook()
     nbformat.write(nb, source)
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    kept = budget.budget_file(config, "hw")
+    assert kept == tmp_path / "instructor" / "hw" / "budget.json"  # never next to the source nbgrader releases
     policy = GradingSandbox(wall_limit_s=600, budget_floor_s=60, budget_factor=5.0)
-    assert budget.budget(policy, source) == 600  # not measured: the longest
-    budget.record(source, nb, 30.0)
-    assert budget.measured(source) == 30.0 and budget.budget(policy, source) == 150
-    budget.record(source, nb, 3.0)
-    assert budget.budget(policy, source) == 60  # the floor
+    assert budget.budget(policy, source, kept) == 600  # not measured: the longest
+    budget.record(source, kept, nb, 30.0)
+    assert budget.measured(source, kept) == 30.0 and budget.budget(policy, source, kept) == 150
+    budget.record(source, kept, nb, 3.0)
+    assert budget.budget(policy, source, kept) == 60  # the floor
     nb.cells[0].source += "\nimport math"
     nbformat.write(nb, source)
-    assert budget.measured(source) is None  # edited since: measured again at the next generation
+    assert budget.measured(source, kept) is None  # edited since: measured again at the next generation
 
 
 def test_a_tokenizer_crosses_only_as_allowed_components():
