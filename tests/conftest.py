@@ -88,6 +88,12 @@ def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None
     return proc
 
 
+def removed_packages() -> list[str]:
+    """requirements-removed.txt's packages: unused extras uninstalled from every environment (.venv, the hub's)."""
+    lines = (ROOT / "requirements-removed.txt").read_text().splitlines()
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
 def tree_digest(path: Path, skip: frozenset[str] = frozenset()) -> dict[str, str]:
     """{relative path: sha256} of every file under ``path``, but those under a folder (or named) in ``skip``."""
     return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -266,7 +266,7 @@ def test_setup_accounts_folders_and_roles(hub):
     status, body, _ = hub.call("GET", "/hub/api/services")
     assert status == 200 and hub.course in json.loads(body)
     # the hub's environment leaves out the unused extras that would slow every server's start (requirements-removed.txt)
-    from test_environment import removed_packages
+    from conftest import removed_packages
 
     removed = removed_packages()
     found = subprocess.run([str(HUB_PY), "-c", "import importlib.metadata as m, sys\n"

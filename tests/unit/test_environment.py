@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import removed_packages
+
 ROOT = Path(__file__).resolve().parents[2]
 PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;#]+)$")
 
@@ -90,11 +92,6 @@ def test_a_course_copy_takes_no_student_data(tmp_path):
     assert sorted(p.name for p in (copy / "autograded").iterdir()) == ["README.md"]
     assert not (copy / "submitted").exists() and not (copy / "feedback").exists()
     assert not (copy / "gradebook.db").exists() and (copy / "nbgrader_config.py").exists()
-
-
-def removed_packages() -> list[str]:
-    lines = (ROOT / "requirements-removed.txt").read_text().splitlines()
-    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
 
 
 def test_removed_extras_are_not_installed_and_nothing_misses_them(tmp_path):
