@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_reader.py [--site _build/html] [--runs 3] [--page book/02_attention.html]
                                            [--json bench/results/reader.json]
 
-The site is served from 127.0.0.1 by ``coursekit.commands.preview`` (``python -m coursekit preview``), which gzips text
+The site is served from 127.0.0.1 by ``coursekit.preview`` (``python -m coursekit preview``), which gzips text
 responses (HTML, CSS, JS, JSON, SVG) as a static host does. Lighthouse (npm ``lighthouse``, pinned in package.json; ``npm ci`` installs it) drives the system
 Chromium (``CHROME_PATH=/usr/bin/chromium``) with its default mobile preset: an emulated phone, simulated slow 4G
 and a 4x slower CPU. Each page is measured ``--runs`` times; the table shows the median of each value, then the worst
@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from coursekit.commands.preview import serve
+from coursekit.preview import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"

@@ -15,7 +15,7 @@ COMMANDS = {
     "leaks": ("coursekit.commands.leaks", "check published paths for solution/hidden-test lines and student data"),
     "preview": ("coursekit.commands.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
     "library": ("coursekit.commands.library", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
-    "book": ("coursekit.book", "print the book's execution time limit or its chapters (for the Makefile)"),
+    "book": ("coursekit.commands.book", "print the book's execution time limit or its chapters (for the Makefile)"),
     "hub": ("coursekit.commands.hub", "as root: the course hosted on JupyterHub with real accounts (up, down, status)"),
 }
 

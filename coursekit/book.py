@@ -1,11 +1,10 @@
 """The book as Jupyter Book reads it: ``_toc.yml`` parsed in one place, ``_config.yml`` read as YAML.
 
-``python -m coursekit book timeout`` prints the per-notebook time limit of ``_config.yml`` (the Makefile uses it for
-``jcache``); ``python -m coursekit book chapters`` the chapter files in table-of-contents order.
+Also the library of the chapters' ``# @save`` cells (``book/course_lib.py``: ``render_library``). The commands that print
+them are ``commands/book.py`` and ``commands/library.py``.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import yaml
@@ -39,14 +38,36 @@ def chapter_files(root: Path = ROOT) -> list[Path]:
     return [Path(root) / f"{c}.md" for c in chapters(root) if (Path(root) / f"{c}.md").exists()]
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    what = argv[0] if argv else "chapters"
-    if what == "timeout":
-        print(config()["execute"]["timeout"])
-    elif what == "chapters":
-        print("\n".join(str(p.relative_to(ROOT)) for p in chapter_files()))
-    else:
-        print("usage: python -m coursekit book [timeout|chapters]", file=sys.stderr)
-        return 2
-    return 0
+# ---------------------------------------------------------------------------- the library of `# @save` cells
+# A concept's code is shown once, in the chapter that teaches it, in a code cell whose first line is ``# @save``.
+# Later chapters import it (``from course_lib import make_sample``); ``python -m coursekit library`` writes it.
+MARK = "# @save"
+HEADER = '''"""Code exported from the chapters' `# @save` cells. Generated: do not edit by hand.
+
+Regenerate with `python -m coursekit library`; each block names the chapter that teaches it.
+"""
+import os
+
+# Idle OpenMP threads sleep instead of spinning, which avoids a large slowdown on a busy or 1-core machine. The
+# OpenMP runtime reads this once, when torch is first imported: hence here, before any block below imports torch,
+# and chapters import course_lib before torch.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+'''
+
+
+def saved_cells(path: Path) -> list[str]:
+    """Bodies of the ``# @save`` code cells of one MyST page, read with jupytext as Jupyter Book reads it."""
+    import jupytext
+
+    return [cell.source.split("\n", 1)[1].strip() + "\n" if "\n" in cell.source else ""
+            for cell in jupytext.read(path, fmt="md:myst").cells
+            if cell.cell_type == "code" and cell.source.split("\n", 1)[0].strip() == MARK]
+
+
+def render_library(root: Path = ROOT) -> str:
+    """``book/course_lib.py`` as the chapters' ``# @save`` cells make it (in ``_toc.yml`` order)."""
+    parts = [HEADER]
+    for chapter in [root / f"{page}.md" for page in pages(root) if (root / f"{page}.md").exists()]:
+        for block in saved_cells(chapter):
+            parts.append(f"\n\n# --- from {chapter.relative_to(root)} ---\n{block}")
+    return "".join(parts)

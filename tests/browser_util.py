@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from coursekit.commands.preview import serve  # noqa: F401 - the tests' static server (serve(html) as base: ...)
+from coursekit.preview import serve  # noqa: F401 - the tests' static server (serve(html) as base: ...)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"

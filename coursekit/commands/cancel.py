@@ -6,17 +6,18 @@ they show as *cancelled* in ``status``, and ``grade ASSIGNMENT --queue`` queues 
 from __future__ import annotations
 
 import argparse
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..queue import client, open_queue
+    from ..queue import open_queue
 
-    parser = argparse.ArgumentParser(prog="python -m coursekit cancel", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit cancel", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("assignment", nargs="?", default=None, help="only this assignment's jobs")
     parser.add_argument("--student", action="append", help="only these students (repeatable)")
-    client.add_course_arguments(parser)
     args = parser.parse_args(argv)
-    course = client.load_course(args)
+    course = load_course(args)
     if args.assignment:
         course.assignment(args.assignment)  # a clear error for a name that is no assignment
     cancelled = open_queue(course).cancel(args.assignment, args.student)

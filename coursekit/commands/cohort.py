@@ -8,21 +8,20 @@ a demo cohort defines; real students are never touched). Every assignment when n
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from ..course import Course
 from ..planting import demo_cohort, remove_demo
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coursekit cohort", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit cohort", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     parser.add_argument("--list", action="store_true", help="only list the submissions and expected failures")
     parser.add_argument("--remove", action="store_true",
                         help="remove the demo students: their folders and, with their grades, from the gradebook")
     args = parser.parse_args(argv)
-    course = Course.load(args.root)
+    course = load_course(args)
     for hw in course.assignments(args.assignment):
         if args.remove:
             removed = remove_demo(hw)

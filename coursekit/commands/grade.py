@@ -4,21 +4,19 @@ autograde with N parallel workers (``coursekit.autograde.batch``), or through th
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..autograde import batch
-from ..course import Course
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coursekit grade", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit grade", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
     parser.add_argument("--workers", "-w", "--jobs", "-j", dest="workers", type=int, default=None,
                         help="grading processes on this machine (default: CPU count; --jobs is the old name)")
-    parser.add_argument("--db", default=None, help="gradebook URL (default: nbgrader_config.py's)")
     parser.add_argument("--student", action="append", help="only these students (repeatable)")
     parser.add_argument("--force", action="store_true", help="regrade submissions that were already autograded")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     parser.add_argument("--no-progress", action="store_true")
     queue = parser.add_argument_group("the grading queue (workers on any host: coursekit/queue/, book/instructors.md)")
     queue.add_argument("--queue", action="store_true", help="put one job per submission in the queue and return")
@@ -28,10 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     queue.add_argument("--watch", action="store_true", help="grade on submit: queue new submissions as they arrive")
     queue.add_argument("--exchange", action="store_true", help="with --watch: collect nbgrader's exchange inbound too")
     queue.add_argument("--max-gradings", type=int, default=None, help="with --watch: automatic gradings per student")
-    queue.add_argument("--queue-db", default=None, help="the queue's database, if not the gradebook's")
     args = parser.parse_args(argv)
     overrides = {"db_url": args.db} if args.db else {}
-    course = Course.load(args.root, **overrides)
+    course = load_course(args)
     if args.queue or args.wait or args.failed or args.watch:
         from ..queue.client import grade_main
 

@@ -9,10 +9,12 @@ from pathlib import Path
 
 from .. import CourseKitError
 from ..hosting import GRADER, HUB, INSTRUCTOR, Paths, accounts, environment, lifecycle
+from . import course_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coursekit hub", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit hub", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("install", help="build the hub's environment in /opt/coursekit-hub (cached)")
     start = sub.add_parser("up", help="create the accounts, the course and the exchange; start the hub")
@@ -37,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "up":
         started = time.monotonic()
         roster = accounts.read_roster(args.roster) + accounts.load_students(args.load_students)
-        state = lifecycle.up(paths, roster, args.ip, args.port, service=args.service)
+        state = lifecycle.up(paths, roster, args.ip, args.port, service=args.service, root=args.root.resolve())
         print(f"\nJupyterHub is up on {state.url} ({time.monotonic() - started:.0f} s)\n"
               f"  instructor {INSTRUCTOR}; students {', '.join(state.students[:6])}"
               f"{' …' if len(state.students) > 6 else ''}\n"

@@ -3,19 +3,18 @@ autograde (``coursekit.preflight``); exit 1 when something was repaired, replace
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .. import CHECKED, preflight
-from ..course import Course
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coursekit preflight", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit preflight", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     args = parser.parse_args(argv)
     status = 0
-    for assignment in Course.load(args.root).assignments(args.assignment):
+    for assignment in load_course(args).assignments(args.assignment):
         result = preflight.run(assignment)
         name = assignment.name
         print(f"preflight {name}: {len(result.students)} submission(s) checked; checked copy in {CHECKED}/ "

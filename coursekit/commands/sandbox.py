@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from .. import CourseKitError
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..course import Course
     from ..sandbox import GradingSandbox
     from ..sandbox.cgroups import CgroupError, Cgroups, delegate
 
-    parser = argparse.ArgumentParser(prog="python -m coursekit sandbox", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit sandbox", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("--delegate", metavar="USER", help="as root: give USER the sandbox's cgroup folders")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
     args = parser.parse_args(argv)
     if args.delegate:
         if os.geteuid() != 0:
@@ -31,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         except (CgroupError, KeyError) as error:
             raise CourseKitError(str(error)) from None
         return 0
-    policy = GradingSandbox(config=Course.load(args.root).config)
+    policy = GradingSandbox(config=load_course(args).config)
     backend = policy.implementation()
     problems = backend.problems()
     if problems:

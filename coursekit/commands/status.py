@@ -9,20 +9,21 @@ attempt of that student's submission, with the end of nbgrader's log for failed 
 from __future__ import annotations
 
 import argparse
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
     from .. import CourseKitError
     from ..queue import client
 
-    parser = argparse.ArgumentParser(prog="python -m coursekit status", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit status", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("assignment", nargs="*", help="the assignments (default: all of them)")
     parser.add_argument("--students", action="store_true", help="list every submission, not only running and failed")
     parser.add_argument("--json", action="store_true", help="print JSON (counts, ETA, workers, jobs)")
     parser.add_argument("--student", default=None, help="every attempt of this student's submission, with logs")
-    client.add_course_arguments(parser)
     args = parser.parse_args(argv)
-    course = client.load_course(args)
+    course = load_course(args)
     names = [hw.name for hw in course.assignments(args.assignment)] if args.assignment else None
     if args.student:
         if not names or len(names) != 1:

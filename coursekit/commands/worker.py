@@ -18,21 +18,22 @@ import os
 import sys
 
 from .. import venv_env
+from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..queue import client, open_queue
+    from ..queue import open_queue
     from ..queue.worker import default_worker_name
     from ..sandbox import GradingSandbox
 
-    parser = argparse.ArgumentParser(prog="python -m coursekit worker", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coursekit worker", description=__doc__.split("\n\n")[0],
+                                     parents=[course_arguments()])
     parser.add_argument("--slots", "-j", type=int, default=1, help="submissions graded at once (default 1)")
     parser.add_argument("--name", default=None, help="this worker's name in status (default: host:pid)")
     parser.add_argument("--until-empty", action="store_true", help="stop when no job is left (default: wait for more)")
     parser.add_argument("--verbose", action="store_true", help="also show procrastinate's own log")
-    client.add_course_arguments(parser)
     args = parser.parse_args(argv)
-    course = client.load_course(args)
+    course = load_course(args)
     GradingSandbox(config=course.config).check()  # as `nbgrader autograde` does: no sandbox, no grading
     os.environ.update(venv_env())  # nbgrader runs `alembic` from PATH when it creates a gradebook
     handler = logging.StreamHandler(sys.stderr)

@@ -19,12 +19,12 @@ from .processes import run
 from .state import State
 
 
-def course_folders(paths: Paths, state: State, roster: list[Student], log) -> dict:
+def course_folders(paths: Paths, state: State, roster: list[Student], log, root: Path = ROOT) -> dict:
     """The course directory (owned by the grader) and nbgrader's exchange, with the permissions that keep students
-    apart: see book/instructors.md, 'Hosting the course'."""
+    apart: see book/instructors.md, 'Hosting the course'. ``root``: the course to host (a copy is made)."""
     from ..course import Course
 
-    course_id = Course.load(ROOT).course_id
+    course_id = Course.load(root).course_id
     if not paths.srv.exists():
         paths.srv.mkdir(parents=True)
         state.folders.append(str(paths.srv))
@@ -34,7 +34,7 @@ def course_folders(paths: Paths, state: State, roster: list[Student], log) -> di
     students_gid = grp.getgrnam(STUDENTS_GROUP).gr_gid
     if not paths.course.exists():
         log(f"copying the course into {paths.course} (owned by {GRADER})")
-        copy_course(paths.course)
+        copy_course(paths.course, root)
         run(["chown", "-R", f"{GRADER}:{GRADER}", str(paths.course)])
     os.chmod(paths.course, 0o700)
     # The exchange: the root as nbgrader wants it (writable by all; sticky, so nobody removes what others made),

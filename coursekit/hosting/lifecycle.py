@@ -16,7 +16,7 @@ from .state import State
 
 
 def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8000, log=print,
-       service: bool = False) -> State:
+       service: bool = False, root: Path | None = None) -> State:
     if os.geteuid() != 0:
         raise CourseKitError("the hub creates Unix accounts and runs servers as them: run it as root (sudo make hub)")
     for tool in ("useradd", "runuser", "chpasswd", "bwrap", "npm"):
@@ -36,7 +36,7 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
     state.students = sorted(set(state.students) | {s.id for s in roster})
     state.save(paths)
     passwords(paths, state, [INSTRUCTOR, *state.students])
-    settings = course_folders(paths, state, roster, log)
+    settings = course_folders(paths, state, roster, log, *([root] if root else []))
     state.save(paths)
     delegate_cgroups(state, log)
     state.save(paths)

@@ -158,28 +158,8 @@ def attempts_text(course, assignment: str, student: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ the commands
-def add_course_arguments(parser) -> None:
-    from pathlib import Path
-
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root (default: the current folder)")
-    parser.add_argument("--db", default=None, help="gradebook URL (default: nbgrader_config.py's)")
-    parser.add_argument("--queue-db", default=None, help="the queue's PostgreSQL database, if not the gradebook's "
-                                                         "(c.GradingQueue.db_url)")
-
-
-def load_course(args):
-    from ..course import Course
-
-    course = Course.load(args.root, **({"db_url": args.db} if args.db else {}))
-    if getattr(args, "queue_db", None):
-        course.config.GradingQueue.db_url = args.queue_db
-    return course
-
-
 def grade_main(args, course) -> int:
     """``python -m coursekit grade … --queue | --wait | --failed | --watch`` (the flags ``commands/grade.py`` forwards)."""
-    if args.queue_db:
-        course.config.GradingQueue.db_url = args.queue_db
     hws = [hw for hw in course.assignments(args.assignment)
            if args.assignment or course.students("submitted", hw.name)]
     with open_queue(course) as queue:  # one session for the whole command

@@ -16,7 +16,7 @@ import yaml
 
 from browser_util import (AXE_JS, UI_TIMEOUT_MS, InFlight, RequestRecorder, artifacts_dir, awaiting, chromium,
                           require_browser_tools, serve, wait_until)
-from coursekit.commands.preview import GZIP_TYPES
+from coursekit.preview import GZIP_TYPES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

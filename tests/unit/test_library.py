@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from conftest import ROOT, load_course_lib
-from coursekit.commands import library
+from coursekit import book
 
 
 def test_course_lib_is_up_to_date():
@@ -21,7 +21,7 @@ def test_save_cells_are_found_and_others_ignored(tmp_path):
         "```{code-cell} ipython3\n:tags: [hide-input]\n# @save\nX = 2\n```\n\n"
         "```{code-cell} ipython3\ny = f()\n```\n"
     )
-    assert library.saved_cells(chapter) == ["def f():\n    return 1\n", "X = 2\n"]
+    assert book.saved_cells(chapter) == ["def f():\n    return 1\n", "X = 2\n"]
 
 
 def test_course_lib_imports_and_exposes_make_sample(tmp_path):

@@ -142,3 +142,26 @@ def test_the_fast_lane_starts_no_kernel_and_stays_on_this_machine():
         KernelManager(kernel_name="python3").start_kernel()
     with pytest.raises(AssertionError, match="stay on this machine"):
         socket.create_connection(("192.0.2.1", 80), timeout=1)  # TEST-NET-1: never routed
+
+
+def test_every_verb_takes_the_shared_course_arguments(capsys):
+    """``python -m coursekit <verb> --help``: every verb parses --root, --db and --queue-db the same way (one parent
+    parser, ``commands.course_arguments``), and its module holds nothing but parsing (its ``main``)."""
+    import importlib
+
+    import pytest
+
+    from coursekit.__main__ import COMMANDS
+
+    for verb, (module_name, _) in COMMANDS.items():
+        assert module_name.startswith("coursekit.commands."), verb
+        module = importlib.import_module(module_name)
+        with pytest.raises(SystemExit) as stopped:
+            module.main(["--help"])
+        shown = capsys.readouterr().out
+        assert stopped.value.code == 0, verb
+        for flag in ("--root", "--db", "--queue-db"):
+            assert flag in shown, (verb, flag)
+        source = (ROOT / (module_name.replace(".", "/") + ".py")).read_text()
+        defined = [node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        assert defined == ["main"], (verb, defined)  # parsing only: everything else lives in the library

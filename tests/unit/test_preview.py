@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from coursekit import CourseKitError
-from coursekit.commands.preview import serve
+from coursekit.preview import serve
 
 
 @pytest.fixture
