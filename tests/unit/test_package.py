@@ -165,3 +165,13 @@ def test_every_verb_takes_the_shared_course_arguments(capsys):
         source = (ROOT / (module_name.replace(".", "/") + ".py")).read_text()
         defined = [node.name for node in ast.parse(source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
         assert defined == ["main"], (verb, defined)  # parsing only: everything else lives in the library
+
+
+def test_the_grading_kernel_has_one_name():
+    """coursekit.GRADING_KERNEL is the kernelspec the Makefile and the hub install and nbgrader_config.py selects."""
+    from conftest import COURSE
+
+    from coursekit import GRADING_KERNEL
+
+    assert COURSE.config.Execute.kernel_name == GRADING_KERNEL
+    assert f"--name {GRADING_KERNEL} coursekit/kernelspec" in (ROOT / "Makefile").read_text()
