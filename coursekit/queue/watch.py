@@ -23,6 +23,8 @@ What it has seen, and how often it enqueued each submission, lives in the queue'
 from __future__ import annotations
 
 import hashlib
+import signal
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -66,13 +68,24 @@ class Watcher:
         self.told: set[tuple[str, str, str]] = set()
 
     def run(self, rounds: int | None = None) -> None:
-        """Look every ``interval`` seconds (``rounds`` times, or until interrupted)."""
-        n = 0
-        while rounds is None or n < rounds:
-            self.once()
-            n += 1
-            if rounds is None or n < rounds:
-                time.sleep(self.interval)
+        """Look every ``interval`` seconds (``rounds`` times, or until Ctrl-C or SIGTERM). A signal ends the watch
+        after the round in progress: it only sets a flag, because stock ``nbgrader collect`` (``capture_log``) catches
+        every exception, KeyboardInterrupt included, so a Ctrl-C raised inside it would be lost."""
+        stop = threading.Event()
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                handlers[signum] = signal.signal(signum, lambda *_: stop.set())
+        try:
+            n = 0
+            while not stop.is_set() and (rounds is None or n < rounds):
+                self.once()
+                n += 1
+                if rounds is None or n < rounds:
+                    stop.wait(self.interval)
+        finally:
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
 
     def once(self) -> list[tuple[str, str]]:
         queued = []

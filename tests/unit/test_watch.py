@@ -229,3 +229,30 @@ def test_a_submission_already_autograded_is_not_graded_again(course):
     change(path)  # then it changes: a new submission
     os.utime(path, (later + 60, later + 60))
     assert w.once() == [(NAME, "alice")]
+
+
+def test_a_signal_ends_the_watch_after_the_round_even_if_nbgrader_swallows_it(tmp_path, monkeypatch):
+    """Stock nbgrader's capture_log catches KeyboardInterrupt: Ctrl-C (or SIGTERM) only sets a flag, and the watch
+    ends after the round in progress, whatever swallowed the exception."""
+    import os
+    import signal
+
+    from coursekit.queue.watch import Watcher
+
+    rounds = []
+
+    def once(self):
+        rounds.append(1)
+        if len(rounds) == 2:
+            try:  # what nbgrader's capture_log does with the KeyboardInterrupt of a Ctrl-C during collect
+                os.kill(os.getpid(), signal.SIGINT)
+            except BaseException:  # noqa: BLE001
+                pass
+        return []
+
+    monkeypatch.setattr(Watcher, "once", once)
+    watcher = Watcher.__new__(Watcher)
+    watcher.interval = 0.01
+    before = signal.getsignal(signal.SIGINT)
+    watcher.run()  # returns instead of looping forever
+    assert len(rounds) == 2 and signal.getsignal(signal.SIGINT) is before
