@@ -1,9 +1,11 @@
 """The whole nbgrader workflow for every assignment, end to end, with the real CLI, in temporary copies of the course.
 
 **Stock, no flags** (a fresh clone, no gradebook): validate (source passes, release fails everything) →
-generate_assignment → each assignment's demo cohort (its ``instructor/<id>/planted.py``) into submitted/ → ``nbgrader
-autograde <assignment>`` → scores through the Gradebook API and the ``nbgrader export`` CSV → ``nbgrader
-generate_feedback`` (HTML per student, no hidden test source, no model answer).
+generate_assignment → each assignment's demo cohort (its ``instructor/<id>/planted.py``; ``stock_sample``: every
+situation but the single planted mistakes, of which one, and those whose feedback wording is checked) into submitted/ →
+``nbgrader autograde <assignment>`` → scores through the Gradebook API and the ``nbgrader export`` CSV → ``nbgrader
+generate_feedback`` (HTML per student, no hidden test source, no model answer). Every planted mistake, each costing
+points on its own exercise only, is graded by the real autograder in tests/content/test_grading_catalog.py.
 
 **Parallel**: a sample of the same cohorts (``pg_sample``) plus one unreadable submission per assignment, graded by
 ``python -m coursekit grade --workers 2`` (pre-flight, then every assignment, as it does by default) into a real PostgreSQL server
@@ -53,14 +55,15 @@ def stock(tmp_path_factory):
     root = copy_course(tmp_path_factory.mktemp("pipeline") / "course")
     assert not (root / "gradebook.db").exists()
     course = Course.load(root)
-    out = {"course": course, "cohorts": {}, "validate": {}, "autograde": {}, "feedback": {}}
+    out = {"course": course, "cohorts": {}, "graded": {}, "validate": {}, "autograde": {}, "feedback": {}}
     for hw in course.assignments():
         out["validate"][hw.name] = (
             run([NBGRADER, "validate", str(hw.source_path.relative_to(root))], cwd=root),
             run([NBGRADER, "validate", "--invert", str(hw.release_path.relative_to(root))], cwd=root))
         run([NBGRADER, "generate_assignment", hw.name, "--force"], cwd=root)
         out["cohorts"][hw.name] = demo_cohort(hw)
-        for sub in out["cohorts"][hw.name]:
+        out["graded"][hw.name] = stock_sample(hw, out["cohorts"][hw.name])
+        for sub in out["graded"][hw.name]:
             sub.write(hw)
     out["submitted_before"] = tree_digest(root / "submitted")
     start = time.perf_counter()
@@ -68,15 +71,23 @@ def stock(tmp_path_factory):
         out["autograde"][hw.name] = run([NBGRADER, "autograde", hw.name], cwd=root, timeout=1800)
     out["seconds"] = time.perf_counter() - start
     out["submitted_after"] = tree_digest(root / "submitted")
-    out["scores"] = scores_of(course, {n: [s.student for s in c] for n, c in out["cohorts"].items()})
+    out["scores"] = scores_of(course, {n: [s.student for s in c] for n, c in out["graded"].items()})
     for hw in course.assignments():
         out["feedback"][hw.name] = run([NBGRADER, "generate_feedback", hw.name], cwd=root)
     out["export"] = run([NBGRADER, "export"], cwd=root)
     with open(root / "grades.csv", newline="") as f:
         out["csv"] = {(row["assignment"], row["student_id"]): row for row in csv.DictReader(f)}
-    n = sum(len(c) for c in out["cohorts"].values())
+    n = sum(len(c) for c in out["graded"].values())
     print(f"\nstock autograde: {n} submissions in {out['seconds']:.0f} s ({out['seconds'] / n:.1f} s each)")
     return out
+
+
+def stock_sample(hw, cohort: list[Submission]) -> list[Submission]:
+    """What the stock run grades of a demo cohort: ``pg_sample``'s, and the mistakes whose feedback wording the
+    assignment's planted data checks (``FEEDBACK``)."""
+    wording = getattr(hw.planted, "FEEDBACK", {})
+    sample = pg_sample(cohort)
+    return sample + [s for s in cohort if s.student in wording and s not in sample]
 
 
 def pg_sample(cohort: list[Submission]) -> list[Submission]:
@@ -141,7 +152,7 @@ def test_every_submission_gets_exactly_its_expected_scores(stock):
 
 
 def test_each_mistake_costs_points_on_its_own_exercise_only(stock):
-    for name, cohort in stock["cohorts"].items():
+    for name, cohort in stock["graded"].items():
         hw = stock["course"].assignment(name)
         for sub in cohort:
             if len(sub.bodies) != 1 or not sub.fails:
@@ -155,7 +166,7 @@ def test_noisy_correct_work_keeps_full_points_because_tests_run_in_the_checker(s
     """Its functions warn on stderr whenever called: in stock nbgrader a test cell with stderr output scores zero.
     Here the warnings land in the student's own cells (the record) and never in a test cell, whose outputs are the
     checker's."""
-    for name, cohort in stock["cohorts"].items():
+    for name, cohort in stock["graded"].items():
         hw = stock["course"].assignment(name)
         for sub in [s for s in cohort if s.student.startswith("demo_noisy")]:
             nb = nbformat.read(str(stock["course"].path("autograded", sub.student, name) / hw.notebook_name), 4)
@@ -192,7 +203,7 @@ def feedback_page(stock, name, student) -> str:
 
 
 def test_feedback_reveals_no_hidden_test_and_shows_the_checkers_verdicts(stock):
-    for name, cohort in stock["cohorts"].items():
+    for name, cohort in stock["graded"].items():
         hw = stock["course"].assignment(name)
         # Lines of solution regions legitimately appear in the feedback of students who wrote the same code, and
         # lines the release shows anyway (a visible check repeated in the hidden part) are no secret.
@@ -227,7 +238,7 @@ def test_logs_carry_signal_not_noise(stock):
 
 
 def test_graders_see_model_answers_students_never_do(stock):
-    for name, cohort in stock["cohorts"].items():
+    for name, cohort in stock["graded"].items():
         hw = stock["course"].assignment(name)
         answers = written_answers(hw.source, hw.marks["solution"])
         written = [c.metadata["nbgrader"]["grade_id"] for c in hw.source.cells
