@@ -52,7 +52,8 @@ class ProcrastinateQueue(WorkerSide, QueueBackend):
         self.upkeep_queue = f"{self.queue}-upkeep"
         recover = self.app.task(name=RECOVER, queue=self.upkeep_queue, queueing_lock=RECOVER, lock=RECOVER,
                                 priority=100)(self._recover_task)
-        self.app.periodic(cron=f"*/{RECOVER_EVERY_S} * * * * *", periodic_id="recover")(recover)
+        # procrastinate reads a sixth cron column as the seconds: every RECOVER_EVERY_S seconds of every minute
+        self.app.periodic(cron=f"* * * * * */{RECOVER_EVERY_S}", periodic_id="recover")(recover)
         self._runner: asyncio.Runner | None = None
         self._open = None
         self.pool = None

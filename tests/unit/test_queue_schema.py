@@ -51,3 +51,28 @@ def test_the_installed_procrastinate_ships_migrations_up_to_its_own_version():
 def test_our_own_migrations_only_grow():
     """Each entry is applied once, in order: an edit of a shipped one would never reach an existing database."""
     assert "coursekit_attempts" in MIGRATIONS[0] and "coursekit_submissions" in MIGRATIONS[0]
+
+
+def test_lost_workers_jobs_are_looked_for_every_few_seconds():
+    """The periodic task that puts back a lost worker's jobs runs every RECOVER_EVERY_S seconds, all the time
+    (procrastinate reads a sixth cron column as the seconds: "*/5 * * * * *" would mean every second of every fifth
+    minute, and a lost worker's job could wait minutes)."""
+    from datetime import datetime, timedelta
+
+    import croniter
+    from traitlets.config import Config
+
+    from conftest import COURSE
+    from coursekit.queue import GradingQueue
+    from coursekit.queue.database import RECOVER, RECOVER_EVERY_S
+    from coursekit.queue.postgres import ProcrastinateQueue
+
+    config = Config()
+    config.GradingQueue.db_url = "postgresql://nobody@127.0.0.1:1/none"  # never connected to here
+    queue = ProcrastinateQueue(COURSE, GradingQueue(config=config))
+    (task,) = [t for t in queue.app.periodic_registry.periodic_tasks.values() if t.task.name == RECOVER]
+    start = datetime(2026, 12, 7, 2, 51, 3)
+    ticks = croniter.croniter(task.cron, start)
+    times = [ticks.get_next(datetime) for _ in range(30)]
+    gaps = {b - a for a, b in zip([start] + times, times)}
+    assert max(gaps) <= timedelta(seconds=RECOVER_EVERY_S) and times[-1] - start < timedelta(minutes=3)
