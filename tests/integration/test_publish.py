@@ -63,10 +63,14 @@ def test_make_book_works_in_the_student_tree(published, built_site, tmp_path):
     shutil.copytree(built_site["root"] / "_build" / ".jupyter_cache", student / "_build" / ".jupyter_cache")
     link_node_modules(student)  # what `make book` there would install with `npm ci` (no network in tests)
     # The course's environment has the student tree's pins installed (test_environment checks the requirements
-    # match): a stamp newer than requirements.txt tells make so, and the shared environment is left alone.
+    # match): a stamp newer than requirements.txt tells make so, and the shared environment is left alone. The same
+    # for the Node packages: node_modules is the repository's own (linked), and `npm ci` there would replace it
+    # while other tests read it.
     stamp = tmp_path / "installed"
     stamp.touch()
-    proc = run(["make", "book", f"VENV={BIN.parent}", f"STAMP={stamp}"], cwd=student, timeout=900)
+    proc = run(["make", "book", f"VENV={BIN.parent}", f"STAMP={stamp}", f"NODE_PACKAGES={stamp}"], cwd=student,
+               timeout=900)
+    assert "npm" not in proc.stdout, proc.stdout[-2000:]
     log = proc.stdout + proc.stderr
     warnings = [line for line in log.splitlines() if re.search(r"(^|: )(WARNING|ERROR|CRITICAL):", line)]
     assert not warnings, "\n".join(warnings[:10])
