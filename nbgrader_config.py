@@ -90,6 +90,11 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# Grading on submit (`python -m coursekit grade --watch`, the hosted course): each student's feedback is released as
+# soon as their submission is graded. "visible": the visible checks' verdicts only (a hidden test's result comes with
+# your final feedback, so resubmitting cannot probe hidden tests); "all": every autograded test; "off": none.
+# Your own generate_feedback/release_feedback replaces it.
+c.FeedbackOnSubmit.mode = "visible"
 
 # --- Collecting from a learning platform ------------------------------------------------------------------------
 # Put Canvas's or Moodle's "download all submissions" zip into downloaded/<assignment>/archive/, then

@@ -36,14 +36,22 @@ class Course:
 
     @classmethod
     def load(cls, root: Path | str = ROOT, **overrides: str) -> "Course":
-        """Load ``root/nbgrader_config.py``; ``overrides`` set CourseDirectory traits, as nbgrader's command-line
-        flags would (e.g. ``submitted_directory="preflight/submitted"``)."""
+        """Load the configuration as nbgrader's own commands do: every ``nbgrader_config.py`` of Jupyter's config
+        path (the environment's ``etc/jupyter``, ``~/.jupyter``, ``/etc/jupyter``: e.g. the hosted course's exchange),
+        then ``root/nbgrader_config.py``, which wins; ``overrides`` set CourseDirectory traits, as nbgrader's
+        command-line flags would (e.g. ``submitted_directory="preflight/submitted"``)."""
+        from jupyter_core.paths import jupyter_config_path
         from nbgrader.coursedir import CourseDirectory
+        from traitlets.config import Config
         from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
         root = Path(root).resolve()
+        config = Config()
+        for folder in reversed(jupyter_config_path()):  # the first folder wins, as in every Jupyter application
+            if (Path(folder) / "nbgrader_config.py").is_file():
+                config.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
         try:
-            config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+            config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
         except ConfigFileNotFound:
             raise CourseKitError(f"{root}: no nbgrader_config.py (run from the course's root folder)") from None
         for trait, value in overrides.items():

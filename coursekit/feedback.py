@@ -20,11 +20,14 @@ notebook. Stock ``ClearHiddenTests`` then removes the hidden regions from the so
 """
 from __future__ import annotations
 
+import copy
 import re
 
 from nbformat.notebooknode import NotebookNode
+from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import is_grade, is_solution
-from traitlets import Integer, Unicode
+from traitlets import Enum, Integer, Unicode
+from traitlets.config import Config, LoggingConfigurable
 
 from nbgrader.api import Gradebook
 
@@ -123,3 +126,69 @@ class WarnUngraded(CoursePreprocessor):
         return nb, resources
 
 
+
+
+# ------------------------------------------------------------------------------------------------ feedback on submit
+MODES = ("off", "visible", "all")
+
+
+class FeedbackOnSubmit(LoggingConfigurable):
+    """What a student is shown minutes after *Submit* (``c.FeedbackOnSubmit.<trait>`` in nbgrader_config.py)."""
+
+    mode = Enum(MODES, default_value="visible",
+                help="Feedback released as soon as a submission is graded on submit: 'off' (none until you release "
+                     "feedback), 'visible' (the visible checks' verdicts only: hidden tests are not reported, so "
+                     "resubmitting cannot probe them) or 'all' (every autograded test's verdict and "
+                     "score).").tag(config=True)
+
+
+def on_submit_config(config: Config, mode: str) -> Config:
+    """``config`` with ``SubmitFeedback`` in ``mode`` before ``TrustedOutputs`` among the feedback preprocessors."""
+    out = copy.deepcopy(config)  # the grading process's own configuration stays as it was
+    steps = list(config.GenerateFeedback.get("preprocessors") or [])
+    trusted = next((i for i, name in enumerate(steps) if name.endswith("TrustedOutputs")), None)
+    if trusted is None:
+        raise ValueError("c.GenerateFeedback.preprocessors has no coursekit.feedback.TrustedOutputs: feedback on "
+                         "submit relies on it")
+    out.GenerateFeedback.preprocessors = steps[:trusted] + ["coursekit.feedback.SubmitFeedback"] + steps[trusted:]
+    out.SubmitFeedback.mode = mode
+    return out
+
+
+class SubmitFeedback(CoursePreprocessor):
+    """The feedback released on submit: a note on top, and in ``visible`` mode no verdict of a hidden check."""
+
+    mode = Enum(("visible", "all"), default_value="visible").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.setdefault("nbgrader", {})
+        hidden_failures = 0
+        if self.mode == "visible":
+            begin, end = delimiters(self.config)["hidden"]
+            for cell in nb.cells:
+                check = cell.get("metadata", {}).get("coursekit", {}).get("check")
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if (cell.cell_type == "code" and is_grade(cell) and not is_solution(cell) and isinstance(check, dict)
+                        and check.get("passed") is False and not check.get("line")
+                        and region_lines(cell.source, (begin, end))):
+                    check["passed"] = True  # a hidden check failed: not reported now
+                    if meta.get("points") is not None:
+                        hidden_failures += 1
+                        info["score"] = (info.get("score") or 0) + float(meta["points"]) - float(meta.get("score") or 0)
+                        meta["score"] = meta["points"]
+        nb.cells.insert(0, new_markdown_cell(self.note(nb)))
+        return nb, resources
+
+    def note(self, nb) -> str:
+        manual = any(is_grade(c) and is_solution(c) and c.cell_type == "markdown" for c in nb.cells)
+        lines = ["**Feedback on submit.** This feedback was made automatically as soon as your submission was graded."]
+        if self.mode == "visible":
+            lines.append("It reports the **visible checks** only: a test cell whose visible checks pass counts as "
+                         "passed here, with its points. Its hidden tests are graded too, and their result comes with "
+                         "the final feedback.")
+        else:
+            lines.append("It reports every autograded test, hidden tests included (their code stays hidden).")
+        if manual:
+            lines.append("Written answers show 0 points until your instructor grades them.")
+        lines.append("Your instructor's final feedback replaces this one.")
+        return " ".join(lines)

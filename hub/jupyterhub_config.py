@@ -78,6 +78,23 @@ c.JupyterHub.services = [
     },
 ]
 
+# --- Grading on submit: the course's PostgreSQL, the watcher on the exchange, a grading worker -----------------------
+# Managed services without a URL: the hub starts them as the grader, stops them with itself, and starts one again if
+# it exits (coursekit/hosting/database.py, coursekit/queue/). A student's Submit is collected, pre-flighted, graded in
+# the sandbox and checker, and its feedback released as c.FeedbackOnSubmit says (the course's nbgrader_config.py,
+# like c.GradingQueue: how many submissions the worker grades at once, attempts per student, intervals). Until the
+# database answers, the watcher and the worker exit with the reason and the hub starts them again.
+GRADER_ENV = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": f"/home/{S['grader']}", "PYTHONUNBUFFERED": "1"}
+if S.get("database"):
+    c.JupyterHub.services += [
+        {"name": "coursekit-db", "command": S["database"]["server"], "user": S["grader"], "cwd": S["course_dir"],
+         "environment": dict(GRADER_ENV)},
+        {"name": "coursekit-watch", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
+         "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "grade", "--watch", "--exchange"]},
+        {"name": "coursekit-worker", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
+         "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "worker", "--name", "hub"]},
+    ]
+
 # --- Roles: the instructor reaches the grading service; students reach only their own server ------------------------
 c.JupyterHub.load_groups = {f"formgrade-{COURSE}": {"users": [S["instructor"]]}}
 c.JupyterHub.load_roles = [

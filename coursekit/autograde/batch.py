@@ -52,6 +52,7 @@ class Graded:
     problems: list[str] = field(default_factory=list)  # what grading logged about the submission (warnings, errors)
     score: float | None = None
     max_score: float | None = None
+    feedback: str = ""  # graded on submit: what became of its feedback (``feedback_on_submit``)
 
     @property
     def locked(self) -> bool:
@@ -109,8 +110,9 @@ def started_mark(logs: Path, student: str) -> Path:
     return logs / f"started-{hashlib.sha256(student.encode()).hexdigest()[:16]}"
 
 
-def grade_one(assignment: str, student: str) -> Graded:
-    """Autograde one submission in a process set up by ``init_worker`` (stock ``NbGraderAPI.autograde``)."""
+def grade_one(assignment: str, student: str, on_submit: bool = False) -> Graded:
+    """Autograde one submission in a process set up by ``init_worker`` (stock ``NbGraderAPI.autograde``); graded
+    ``on_submit`` (the watcher queued it), then its feedback as ``c.FeedbackOnSubmit`` says."""
     start = time.perf_counter()
     started_mark(Path(_WORKER["logs"]), student).touch()
     try:
@@ -119,7 +121,37 @@ def grade_one(assignment: str, student: str) -> Graded:
         error = "" if ok else (log + "\n" + (out.get("error") or ""))[-6000:]
     except Exception:  # pragma: no cover - nbgrader reports its own errors in `out`
         ok, log, error = False, "", traceback.format_exc()
-    return Graded(student, ok, time.perf_counter() - start, error, noted(log))
+    graded = Graded(student, ok, time.perf_counter() - start, error, noted(log))
+    if ok and on_submit:
+        graded.feedback = feedback_on_submit(assignment, student)
+    return graded
+
+
+def feedback_on_submit(assignment: str, student: str) -> str:
+    """Generate and release ``student``'s feedback as ``c.FeedbackOnSubmit.mode`` says (``coursekit.feedback``: stock
+    ``generate_feedback`` and ``release_feedback`` for that student, with ``SubmitFeedback`` among the preprocessors);
+    return what was done, for the queue's record. A failure here is reported, never a failed grading: the grade is
+    in the gradebook, and the instructor's own release gives the feedback."""
+    from nbgrader.apps.api import NbGraderAPI
+
+    from ..feedback import FeedbackOnSubmit, on_submit_config
+
+    api = _WORKER["api"]
+    mode = FeedbackOnSubmit(config=api.config).mode
+    if mode == "off":
+        return "feedback on submit is off (c.FeedbackOnSubmit.mode)"
+    try:
+        released = NbGraderAPI(coursedir=api.coursedir, config=on_submit_config(api.config, mode))
+        released.log.setLevel("WARNING")
+        out, step = released.generate_feedback(assignment, student, force=True), "generate_feedback"
+        if out.get("success"):
+            out, step = released.release_feedback(assignment, student), "release_feedback"
+        if not out.get("success"):
+            why = (out.get("error") or out.get("log") or "").strip().splitlines() or ["no reason given"]
+            return f"feedback not released: {step} failed: {why[-1][:300]}"
+    except Exception as error:  # noqa: BLE001 - reported with the job; the grade stands
+        return f"feedback not released: {type(error).__name__}: {str(error)[:300]}"
+    return f"feedback released ({mode})"
 
 
 def noted(log: str, most: int = 20) -> list[str]:

@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m coursekit worker", description=__doc__.split("\n\n")[0],
                                      parents=[course_arguments()])
-    parser.add_argument("--slots", "-j", type=int, default=1, help="submissions graded at once (default 1)")
+    parser.add_argument("--slots", "-j", type=int, default=None,
+                        help="submissions graded at once (default: c.GradingQueue.slots, 1)")
     parser.add_argument("--name", default=None, help="this worker's name in status (default: host:pid)")
     parser.add_argument("--until-empty", action="store_true", help="stop when no job is left (default: wait for more)")
     parser.add_argument("--verbose", action="store_true", help="also show procrastinate's own log")
@@ -47,5 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
         # the connection pool's "error connecting" every second of an outage: the worker says it once, its own way
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-    open_queue(course).work(args.name or default_worker_name(), args.slots, args.until_empty)
+    queue = open_queue(course)
+    queue.work(args.name or default_worker_name(), args.slots or queue.settings.slots, args.until_empty)
     return 0

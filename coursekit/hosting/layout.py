@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from .. import ROOT, CourseKitError, copy_course
-from . import GRADER, HUB, LAB_PLUGINS, ROLES, SERVER_EXTENSIONS, STUDENTS_GROUP, Paths
+from . import GRADER, HUB, LAB_PLUGINS, ROLES, SERVER_EXTENSIONS, STUDENTS_GROUP, Paths, database
 from .accounts import Student
 from .environment import chmod_readable
 from .processes import run
@@ -32,9 +32,14 @@ def course_folders(paths: Paths, state: State, roster: list[Student], log, root:
     os.chmod(paths.srv, 0o755)
     grader = pwd.getpwnam(GRADER)
     students_gid = grp.getgrnam(STUDENTS_GROUP).gr_gid
+    # The gradebook and the grading queue: the course's own PostgreSQL (coursekit/hosting/database.py), up for the
+    # steps below; from then on the hub runs it.
+    database.create(paths, log)
+    database.start(paths, log)
     if not paths.course.exists():
         log(f"copying the course into {paths.course} (owned by {GRADER})")
         copy_course(paths.course, root)
+        database.gradebook_config(paths)
         run(["chown", "-R", f"{GRADER}:{GRADER}", str(paths.course)])
     os.chmod(paths.course, 0o700)
     # The exchange: the root as nbgrader wants it (writable by all; sticky, so nobody removes what others made),
@@ -71,7 +76,8 @@ def course_folders(paths: Paths, state: State, roster: list[Student], log, root:
             writer.writerow([s.id, s.first_name, s.last_name, s.email])
     os.chown(roster_csv, grader.pw_uid, grader.pw_gid)
     run([venv_bin / "nbgrader", "db", "student", "import", "roster.csv"], cwd=paths.course, user=GRADER, env=env)
-    return {"course_id": course_id, "assignments": assignments}
+    return {"course_id": course_id, "assignments": assignments, "database": {
+        "url": database.url(paths), "server": database.server_command(paths), "data": str(database.data(paths))}}
 
 
 def delegate_cgroups(state: State, log) -> None:

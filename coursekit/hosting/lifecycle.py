@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from .. import CourseKitError
-from . import ADMIN_SERVICE, GRADER, INSTRUCTOR, STUDENTS_GROUP, Paths
+from . import ADMIN_SERVICE, GRADER, INSTRUCTOR, STUDENTS_GROUP, Paths, database
 from .accounts import Student, add_group, add_user, exists_group, exists_user, kill_users, passwords, remove_files_of
 from .environment import install
 from .layout import configure, course_folders, delegate_cgroups, undelegate_cgroups
@@ -25,6 +25,8 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
     install(paths, log)
     state = State.load(paths)
     stop_hub(state, log, paths=paths)
+    if exists_user(GRADER):
+        database.stop(paths, log)
     paths.state.mkdir(parents=True, exist_ok=True)
     os.chmod(paths.state, 0o700)
     state.save(paths)
@@ -38,6 +40,7 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
     passwords(paths, state, [INSTRUCTOR, *state.students])
     settings = course_folders(paths, state, roster, log, *([root] if root else []))
     state.save(paths)
+    database.stop(paths, log)  # the hub runs it from now on, as a managed service
     delegate_cgroups(state, log)
     state.save(paths)
     port = port or free_port()
@@ -62,6 +65,8 @@ def down(paths: Paths, purge: bool = False, log=print) -> None:
         raise CourseKitError("the hub's accounts and folders belong to root: run it as root (sudo make hub-down)")
     state = State.load(paths)
     stop_hub(state, log, paths=paths)
+    if exists_user(GRADER):
+        database.stop(paths, log)
     kill_users(state.users, log)
     undelegate_cgroups(state, log)
     state.save(paths) if paths.state.exists() else None
@@ -78,8 +83,9 @@ def down(paths: Paths, purge: bool = False, log=print) -> None:
         if exists_group(name):
             run(["groupdel", name], check=False)
     log(f"removed accounts: {', '.join(state.users) or 'none'}")
-    for folder in [paths.course, paths.exchange, *map(Path, reversed(state.folders))]:
-        if folder.exists() and (folder in (paths.course, paths.exchange) or str(folder) in state.folders):
+    owned = (paths.course, paths.exchange, database.folder(paths))
+    for folder in [*owned, *map(Path, reversed(state.folders))]:
+        if folder.exists() and (folder in owned or str(folder) in state.folders):
             shutil.rmtree(folder, ignore_errors=True)
     if paths.srv.is_dir() and not any(paths.srv.iterdir()):
         paths.srv.rmdir()

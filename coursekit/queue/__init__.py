@@ -98,6 +98,9 @@ class GradingQueue(LoggingConfigurable):
     max_attempts = Integer(3, help="Attempts per job (a failed autograde, or a worker lost while grading), after "
                                    "which the job is failed with the cause of its last attempt.").tag(config=True)
     retry_wait_s = Float(2.0, help="Seconds between a failed attempt and the next.").tag(config=True)
+    slots = Integer(1, min=1, help="python -m coursekit worker (and the hosted course's worker): submissions graded at "
+                                   "once, one grading process and kernel each; at most the machine's cores (--slots "
+                                   "overrides it).").tag(config=True)
     max_gradings = Integer(5, help="grade --watch: automatic gradings per student and assignment; later "
                                    "submissions are listed, not graded (grade them with --student ID "
                                    "--force).").tag(config=True)
@@ -213,8 +216,10 @@ class QueueBackend:
         """Where the queue lives, for messages (no password)."""
         raise NotImplementedError
 
-    def enqueue(self, assignment: str, students: list[str], priority: int = 0) -> list[Enqueued]:
-        """One job per student, unless one is queued already."""
+    def enqueue(self, assignment: str, students: list[str], priority: int = 0,
+                on_submit: bool = False) -> list[Enqueued]:
+        """One job per student, unless one is queued already; ``on_submit``: the watcher's (its feedback is released
+        when it is graded, as ``c.FeedbackOnSubmit`` says)."""
         raise NotImplementedError
 
     def snapshot(self, assignments: list[str] | None = None, job_ids: list[int] | None = None) -> Snapshot:

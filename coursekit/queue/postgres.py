@@ -155,10 +155,12 @@ class ProcrastinateQueue(WorkerSide, QueueBackend):
             return await cur.fetchall() if cur.description else []
 
     # ------------------------------------------------------------------------------------------ the client side
-    def enqueue(self, assignment: str, students: list[str], priority: int = 0) -> list[Enqueued]:
-        return self._sync(self._enqueue, assignment, students, priority)
+    def enqueue(self, assignment: str, students: list[str], priority: int = 0,
+                on_submit: bool = False) -> list[Enqueued]:
+        return self._sync(self._enqueue, assignment, students, priority, on_submit)
 
-    async def _enqueue(self, assignment: str, students: list[str], priority: int) -> list[Enqueued]:
+    async def _enqueue(self, assignment: str, students: list[str], priority: int,
+                       on_submit: bool) -> list[Enqueued]:
         from procrastinate.exceptions import AlreadyEnqueued
 
         out = []
@@ -166,7 +168,7 @@ class ProcrastinateQueue(WorkerSide, QueueBackend):
             key = f"{assignment}/{student}"  # one job per submission queued, and one running, at a time
             try:
                 job_id = await self.task.configure(lock=key, queueing_lock=key, priority=priority).defer_async(
-                    assignment=assignment, student=student)
+                    assignment=assignment, student=student, **({"on_submit": True} if on_submit else {}))
                 out.append(Enqueued(assignment, student, job_id))
             except AlreadyEnqueued:
                 jobs = await self.app.job_manager.list_jobs_async(queue=self.queue, task=TASK, queueing_lock=key)

@@ -37,10 +37,10 @@ def _serve(conn, parent: int, root: str, overrides: dict, threads: int | None, l
     batch.init_worker(root, overrides, threads, log_dir)
     while True:
         try:
-            assignment, student = conn.recv()
+            assignment, student, on_submit = conn.recv()
         except EOFError:
             return
-        conn.send(batch.grade_one(assignment, student))
+        conn.send(batch.grade_one(assignment, student, on_submit))
 
 
 class GradingProcess:
@@ -56,9 +56,10 @@ class GradingProcess:
         self.process.start()  # from the worker's main thread: PR_SET_PDEATHSIG follows the thread that forked
         child.close()
 
-    async def grade(self, assignment: str, student: str):
-        """The ``autograde.batch.Graded`` of one submission (raises EOFError if the process died)."""
-        self.conn.send((assignment, student))
+    async def grade(self, assignment: str, student: str, on_submit: bool = False):
+        """The ``autograde.batch.Graded`` of one submission, with its feedback if graded ``on_submit`` (raises
+        EOFError if the process died)."""
+        self.conn.send((assignment, student, on_submit))
         return await asyncio.get_running_loop().run_in_executor(None, self.conn.recv)
 
     def alive(self) -> bool:

@@ -157,7 +157,7 @@ class Watcher:
         checked = preflight.run(hw, students=sorted(ready))
         for problem in checked.problems:
             self.echo(f"watch: pre-flight: {problem.line()}")
-        queued = self.queue.enqueue(name, sorted(ready), priority=10)
+        queued = self.queue.enqueue(name, sorted(ready), priority=10, on_submit=True)
         for job in queued:
             fp, record = ready[job.student]
             self.queue.remember(name, job.student, record)

@@ -146,17 +146,17 @@ class WorkerSide:
             log.info("could not record an attempt: %s", error)
             return None
 
-    async def _run_job(self, context, assignment: str, student: str):
+    async def _run_job(self, context, assignment: str, student: str, on_submit: bool = False):
         """One job: grade one submission in one of this worker's grading processes, under the fence."""
         state, job = self.worker, context.job
         state.worker_id = job.worker_id  # procrastinate's id of this worker's current session
         state.running.add(job.id)
         try:
-            return await self._attempt_job(state, job, assignment, student)
+            return await self._attempt_job(state, job, assignment, student, on_submit)
         finally:
             state.running.discard(job.id)
 
-    async def _attempt_job(self, state, job, assignment: str, student: str):
+    async def _attempt_job(self, state, job, assignment: str, student: str, on_submit: bool = False):
         attempt = job.attempts + 1
         if attempt > self.settings.max_attempts:  # lost workers count too: their retries bypass the retry strategy
             rows = await self._rows("SELECT cause FROM coursekit_attempts WHERE job_id = %s ORDER BY id DESC LIMIT 1",
@@ -175,7 +175,7 @@ class WorkerSide:
                   "log = %s WHERE id = %s RETURNING id")
         grader = state.processes.take()
         start = time.monotonic()
-        grading = asyncio.ensure_future(grader.grade(assignment, student))
+        grading = asyncio.ensure_future(grader.grade(assignment, student, on_submit))
         try:
             result = await self._fenced(grading, job, grader)
         except LeaseLost as lost:
@@ -197,7 +197,8 @@ class WorkerSide:
         from ..autograde.batch import cause as cause_of
 
         why = "" if result.ok else cause_of(result.error)
-        await self._attempt(finish, ["ok" if result.ok else "failed", result.seconds, why, result.error[-6000:], row])
+        await self._attempt(finish, ["ok" if result.ok else "failed", result.seconds, why,
+                                     (result.error or result.feedback)[-6000:], row])
         if not result.ok:
             last = attempt >= self.settings.max_attempts
             state.failed += last
@@ -205,8 +206,9 @@ class WorkerSide:
                         self.settings.max_attempts, why)
             raise GradingFailed(why)
         state.graded += 1
-        log.info("graded %s/%s in %.1f s on %s", assignment, student, result.seconds, state.name)
-        return {"seconds": round(result.seconds, 2)}
+        log.info("graded %s/%s in %.1f s on %s%s", assignment, student, result.seconds, state.name,
+                 f"; {result.feedback}" if result.feedback else "")
+        return {"seconds": round(result.seconds, 2), **({"feedback": result.feedback} if on_submit else {})}
 
     async def _fenced(self, grading: asyncio.Future, job, grader):
         """Wait for ``grading``, checking every couple of seconds that the job is still this worker's and that this

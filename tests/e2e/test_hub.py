@@ -34,7 +34,7 @@ import pytest
 from conftest import ASSIGNMENT, COURSE, ROOT
 from coursekit import leaks
 from coursekit import hosting
-from coursekit.hosting import accounts, processes
+from coursekit.hosting import accounts, database, processes
 from coursekit.hosting.state import State
 from coursekit.notebook import secret_lines
 from coursekit.planting import Submission
@@ -155,12 +155,22 @@ class Hub:
 
 
 def grader_query(code: str) -> dict:
-    """Read the gradebook as the grader, through nbgrader's API (root never opens the grader's SQLite file)."""
+    """Read the gradebook as the grader, through nbgrader's API (the course's PostgreSQL answers the grader only)."""
     prelude = ("import json, sys\nfrom nbgrader.api import Gradebook\n"
-               f"gb = Gradebook('sqlite:///{PATHS.course / 'gradebook.db'}', 'transformers-by-hand')\n")
+               f"gb = Gradebook({database.url(PATHS)!r}, 'transformers-by-hand')\n")
     proc = as_user(hosting.GRADER, prelude + code + "\nprint(json.dumps(out))")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def queue_status() -> dict:
+    """``python -m coursekit status --json`` as the grader in the course directory (the hosted course's queue)."""
+    home = pwd.getpwnam(hosting.GRADER).pw_dir
+    proc = subprocess.run(["runuser", "-u", hosting.GRADER, "--", "env", f"HOME={home}",
+                           f"PATH={PATHS.venv / 'bin'}:/usr/bin:/bin", str(HUB_PY), "-m", "coursekit", "status",
+                           "--json"], cwd=PATHS.course, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads(proc.stdout)
 
 
 # ---------------------------------------------------------------------------------------------------- fixtures
@@ -394,6 +404,32 @@ print("planted")
     assert status == 200 and out["success"], out
 
 
+def test_each_submission_is_graded_on_submit_and_its_feedback_released_without_anyone_acting(hub):
+    """The hub's watcher collects each on-time submission from the exchange, its worker grades it in the sandbox, and
+    the feedback (c.FeedbackOnSubmit.mode "visible": the course's default) is released to that student: the
+    Assignments tab offers it, and it says what it is. The late submission waits for the instructor."""
+    started, deadline, jobs = time.monotonic(), time.monotonic() + 300, {}
+    while time.monotonic() < deadline:
+        jobs = {j["student"]: j for j in queue_status()["jobs"]}
+        if all(jobs.get(s, {}).get("state") == "done" for s in (FULL, PARTIAL, HOSTILE)):
+            break
+        time.sleep(2)
+    hub.results["on_submit_s"] = time.monotonic() - started
+    assert all(jobs.get(s, {}).get("state") == "done" for s in (FULL, PARTIAL, HOSTILE)), jobs
+    assert LATE not in jobs, "after the due date: left for the instructor's own run"
+    for student in (FULL, PARTIAL):
+        status, listing = hub.assignments(student, "list")
+        assert status == 200 and listing["success"], listing
+        (entry,) = [a for a in listing["value"] if a["assignment_id"] == A and a["status"] == "submitted"]
+        assert any(s["has_exchange_feedback"] for s in entry["submissions"]), entry
+        status, out = hub.assignments(student, "fetch_feedback")
+        assert status == 200 and out["success"], out
+        pages = sorted((Path(pwd.getpwnam(student).pw_dir) / A / "feedback").rglob("*.html"))
+        text = " ".join(" ".join(leaks.file_lines(page)) for page in pages)
+        assert "Feedback on submit" in text and "visible checks" in text, (student, text[:2000])
+        hub.results.setdefault("on_submit_pages", {})[student] = pages
+
+
 def _inbound_of(hub, student) -> Path:
     inbound = PATHS.exchange / hub.course / "inbound"
     (folder,) = [p for p in inbound.iterdir() if p.name.startswith(student + "+") and p.owner() == student]
@@ -424,6 +460,11 @@ attempt("remove theirs", lambda: os.rmdir(theirs))
 attempt("read home", lambda: os.listdir("/home/{FULL}"))
 attempt("write outbound", lambda: open({str(PATHS.exchange / hub.course / 'outbound' / 'x')!r}, "w").write("x"))
 attempt("read course", lambda: os.listdir({str(PATHS.course)!r}))
+attempt("read database", lambda: os.listdir({str(database.folder(PATHS))!r}))
+def connect():
+    import socket
+    socket.socket(socket.AF_UNIX).connect({str(database.socket_dir(PATHS) / ".s.PGSQL.5432")!r})
+attempt("connect to the database", connect)
 """)
     lines = dict(line.rsplit(" ", 1) for line in probe.stdout.splitlines())
     assert lines and all(v == "PermissionError" for v in lines.values()), probe.stdout + probe.stderr
@@ -564,6 +605,7 @@ def test_feedback_reaches_each_student_and_nothing_else(hub):
         assert pages, f"{student} fetched no feedback"
         plain = "\n".join(line for page in pages for line in leaks.file_lines(page))
         assert not [h for h in hidden if h in plain], student
+        assert "Feedback on submit" not in plain, f"{student}: the final feedback replaces the automatic one"
         assert "For graders only" not in plain and "Point guide" not in plain, student
         everything = "\n".join(p.read_text(errors="replace") for p in home.rglob("*") if p.is_file()
                                and not p.is_symlink())

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ASSIGNMENT, BIN, copy_course, run, venv_env
+from conftest import ASSIGNMENT, BIN, COURSE, copy_course, run, venv_env
 from coursekit.course import Course
 from coursekit.planting import Context, Submission
 
@@ -385,6 +385,7 @@ def _on_submit(root: Path, db: str, scratch: Path) -> dict:
         graded = wait_for(f"{ON_TIME} graded on submit (the watcher's log: {log})", lambda: next(
             (j for j in snapshot(root, db).jobs if j.student == ON_TIME and j.state == "done"), None),
             timeout=180, every=1)
+        released = {p.name: p.read_text() for p in (inbound.parent / "feedback").glob("*.html")}
         time.sleep(1.5)
         submit(ON_TIME, datetime.now(timezone.utc))  # a second submission: over the limit of one
         wait_for("the limit to be applied", lambda: "limit of 1 automatic gradings" in log.read_text(), timeout=60)
@@ -398,7 +399,7 @@ def _on_submit(root: Path, db: str, scratch: Path) -> dict:
     finally:
         watcher.send_signal(signal.SIGINT)
         watcher.wait(30)
-    return {"watch_log": log.read_text(), "on_submit": graded, "watch_jobs": jobs}
+    return {"watch_log": log.read_text(), "on_submit": graded, "watch_jobs": jobs, "released": released}
 
 
 def cancel(root: Path, db: str) -> dict:
@@ -474,6 +475,24 @@ def test_grading_on_submit_respects_the_limits(queued):
     assert LATE not in queued["watch_jobs"]
     already = [s for s in queued["serial"]["students"] if f"{ASSIGNMENT}/{s}: queued" in log]
     assert not already, f"submissions autograded already were queued again: {already}"
+
+
+def test_feedback_is_released_as_soon_as_it_is_graded_with_the_visible_checks_only(queued):
+    """c.FeedbackOnSubmit.mode = "visible" (the course's default): the job that graded the submission released its
+    feedback into nbgrader's exchange before it was done, with the note that says so, and no hidden-test line."""
+    import html as markup
+    import re
+
+    from coursekit import leaks
+    from coursekit.notebook import normalise, secret_lines
+
+    (page,) = queued["released"].values()
+    text = normalise(markup.unescape(re.sub(r"<[^>]+>", "", page)))  # highlighted code is split by tags
+    assert "Feedback on submit" in text and "visible checks" in text, text[:3000]
+    hw = COURSE.assignment(ASSIGNMENT)
+    hidden = secret_lines(hw.source.cells, {"hidden": hw.marks["hidden"]}, leaks.public_text([hw.release_path]))
+    assert hidden and not [line for line in hidden if line in text]
+    assert "def masked_mean" in text, "the control: the notebook's own code is in the text searched"
 
 
 def test_queued_jobs_can_be_cancelled(queued):

@@ -154,3 +154,18 @@ def test_planted_is_none_without_the_file_and_loaded_with_it(tiny):
     planted.write_text("def demo_cohort(assignment):\n    return [assignment.name]\n")
     fresh = Course.load(tiny.root).assignment(NAME)
     assert fresh.planted.demo_cohort(fresh) == [NAME]
+
+
+def test_the_configuration_is_read_as_nbgraders_commands_read_it(tmp_path, monkeypatch):
+    """Jupyter's config path first (e.g. the hosted course's exchange, installed in the environment), the course's
+    own nbgrader_config.py last: it wins where both set something."""
+    from conftest import copy_course
+
+    jupyter = tmp_path / "etc-jupyter"
+    jupyter.mkdir()
+    (jupyter / "nbgrader_config.py").write_text("c = get_config()\nc.Exchange.root = '/srv/x/exchange'\n"
+                                                "c.CourseDirectory.submitted_directory = 'from-etc'\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(jupyter))
+    course = Course.load(copy_course(tmp_path / "course"))
+    assert course.config.Exchange.root == "/srv/x/exchange"
+    assert course.coursedir.submitted_directory == "submitted", "the course's own setting wins"

@@ -114,3 +114,62 @@ def test_region_delimiters_come_from_the_configuration(config):
     cell = create_grade_cell(f"{VISIBLE}\n# BEGIN SECRET\n{HIDDEN}\n# END SECRET", "code", "f_works", 2)
     nb = feedback(new_notebook(cells=[cell]), config)
     assert "_reference_inputs" not in text(nb)
+
+
+# ------------------------------------------------------------------------------------------------ feedback on submit
+def on_submit(nb, config, mode: str, score: float = 0.0):
+    """The course's feedback preprocessors as ``feedback_on_submit`` runs them; ``score``: GetGrades' total."""
+    from coursekit.feedback import on_submit_config
+
+    config = on_submit_config(config, mode)
+    resources = {"nbgrader": {"score": score, "max_score": 4.0}}
+    for name in config.GenerateFeedback.preprocessors:
+        if not name.endswith(("GetGrades", "WarnUngraded", "CSSHTMLHeaderPreprocessor")):
+            nb, resources = import_item(name)(config=config)(nb, resources)
+    return nb, resources
+
+
+def scored(cell, score: float):
+    cell.metadata.nbgrader["score"] = score  # what GetGrades writes from the gradebook
+    return cell
+
+
+def test_on_submit_visible_reports_no_hidden_verdict_and_says_so(config):
+    line = 'assert f(1) == 2, "f(1) should be 2"'
+    hidden_failed = scored(graded_test_cell([], failed("f is wrong")), 0)
+    visible_failed = scored(graded_test_cell([], failed("f(1) should be 2", line)), 0)
+    answer = create_grade_and_solution_cell("Because.", "markdown", "why", 2)
+    nb, resources = on_submit(new_notebook(cells=[hidden_failed, visible_failed, answer]), config, "visible")
+    note, hidden_cell, visible_cell = nb.cells[0], nb.cells[1], nb.cells[2]
+    assert note.cell_type == "markdown" and "visible checks" in note.source and "final feedback" in note.source
+    assert "Written answers show 0" in note.source
+    assert hidden_cell.outputs == [] and hidden_cell.metadata.nbgrader["score"] == 2, "shown as passed, with points"
+    assert resources["nbgrader"]["score"] == 2.0
+    assert visible_cell.outputs[0].evalue == "f(1) should be 2" and visible_cell.metadata.nbgrader["score"] == 0
+    assert "f is wrong" not in text(nb) and "_reference_inputs" not in text(nb)
+
+
+def test_on_submit_all_reports_every_verdict_as_the_instructors_feedback_does(config):
+    cells = [scored(graded_test_cell([], failed("f is wrong")), 0)]
+    nb, resources = on_submit(new_notebook(cells=cells), config, "all")
+    assert "every autograded test" in nb.cells[0].source and "Written answers" not in nb.cells[0].source
+    assert nb.cells[1].outputs[0].evalue == "f is wrong" and resources["nbgrader"]["score"] == 0.0
+    assert "_reference_inputs" not in text(nb)
+
+
+def test_on_submit_policy_is_checked_and_the_course_config_left_alone(config):
+    from traitlets import TraitError
+
+    from coursekit.feedback import FeedbackOnSubmit, on_submit_config
+
+    assert FeedbackOnSubmit(config=config).mode == "visible", "the course's choice (nbgrader_config.py)"
+    before = list(config.GenerateFeedback.preprocessors)
+    steps = on_submit_config(config, "all").GenerateFeedback.preprocessors
+    assert steps.index("coursekit.feedback.SubmitFeedback") + 1 == steps.index("coursekit.feedback.TrustedOutputs")
+    assert config.GenerateFeedback.preprocessors == before and "SubmitFeedback" not in config
+    with pytest.raises(TraitError, match="mode"):
+        FeedbackOnSubmit(mode="everything")
+    broken = config.copy()
+    broken.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades"]
+    with pytest.raises(ValueError, match="TrustedOutputs"):
+        on_submit_config(broken, "visible")

@@ -11,7 +11,7 @@ import pytest
 
 from coursekit import CourseKitError
 from coursekit import hosting
-from coursekit.hosting import accounts, environment, layout
+from coursekit.hosting import accounts, database, environment, layout
 from coursekit.hosting.state import State
 
 
@@ -157,3 +157,56 @@ def test_without_systemd_the_service_is_refused_with_what_to_do(tmp_path, monkey
     with pytest.raises(CourseKitError, match="needs systemd.*drop --service"):
         processes.start_hub(paths, State(), {"url": "http://127.0.0.1:1", "course_id": "c"}, print, service=True)
     assert not processes.UNIT.exists() or processes.UNIT.read_text() != processes.systemd_unit(paths)
+
+
+def test_the_gradebook_and_queue_live_in_the_courses_postgresql_behind_its_socket(tmp_path):
+    from sqlalchemy.engine import make_url
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from conftest import ROOT
+    from coursekit.queue.database import conninfo
+
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    url = make_url(database.url(paths))
+    assert url.get_backend_name() == "postgresql" and url.host is None, "no TCP: the socket folder only"
+    assert url.query["host"] == str(paths.srv / "db" / "socket") and url.username == hosting.GRADER
+    from urllib.parse import unquote
+
+    assert unquote(conninfo(database.url(paths))) == (  # libpq's URI: the queue's psycopg 3 reads the same
+        f"postgresql://{hosting.GRADER}@/gradebook?host={paths.srv}/db/socket")
+    assert database.server_command(paths)[1:] == ["-D", str(paths.srv / "db" / "data")]
+    assert database.server_command(paths)[0].startswith("/usr/lib/postgresql/"), "Debian's server (.ci/run installs it)"
+    paths.course.mkdir(parents=True)
+    (paths.course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    database.gradebook_config(paths)
+    database.gradebook_config(paths)  # once, however often `up` runs
+    text = (paths.course / "nbgrader_config.py").read_text()
+    assert text.count(database.GRADEBOOK_BLOCK) == 1
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(paths.course)).load_config()
+    assert config.CourseDirectory.db_url == database.url(paths), "the hosted copy's every nbgrader run uses it"
+
+
+def test_the_hub_supervises_the_database_the_watcher_and_a_worker(tmp_path, monkeypatch):
+    """hub/jupyterhub_config.py, loaded as JupyterHub loads it, with the settings `up` writes."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from conftest import ROOT
+
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    paths.state.mkdir()
+    (paths.state / "admin-token").write_text("t" * 64)
+    settings = {"state": str(paths.state), "venv": str(paths.venv), "course_id": "course", "url": "http://127.0.0.1:1",
+                "hub_port": 2, "proxy_api_port": 3, "service_port": 4, "node_modules": "/nm", "instructor": "i",
+                "grader": hosting.GRADER, "students": ["s"], "admin_service": "admin", "course_dir": str(paths.course),
+                "database": {"url": database.url(paths), "server": ["/usr/lib/postgresql/15/bin/postgres", "-D", "d"],
+                             "data": "d"}}
+    (tmp_path / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("COURSEKIT_HUB_ETC", str(tmp_path))
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub")).load_config()
+    services = {s["name"]: s for s in config.JupyterHub.services}
+    for name in ("coursekit-db", "coursekit-watch", "coursekit-worker"):
+        assert services[name]["user"] == hosting.GRADER and "url" not in services[name], name  # managed, not proxied
+    assert services["coursekit-db"]["command"] == settings["database"]["server"]
+    assert services["coursekit-watch"]["command"][2:] == ["coursekit", "grade", "--watch", "--exchange"]
+    assert services["coursekit-worker"]["command"][2:4] == ["coursekit", "worker"]
+    assert all(s["cwd"] == str(paths.course) for n, s in services.items() if n.startswith("coursekit-"))

@@ -79,11 +79,13 @@ class MemoryQueue(QueueBackend):
     def __init__(self, course, settings):
         super().__init__(course, settings)
         self.enqueued: list[tuple[str, list[str], int]] = []
+        self.on_submit: list[bool] = []
         self.memory: dict[str, dict[str, Seen]] = {}
         self.remembered: list[tuple[str, str, Seen]] = []
 
-    def enqueue(self, assignment, students, priority=0):
+    def enqueue(self, assignment, students, priority=0, on_submit=False):
         self.enqueued.append((assignment, list(students), priority))
+        self.on_submit.append(on_submit)
         return [Enqueued(assignment, s, job_id=len(self.enqueued) * 100 + k) for k, s in enumerate(students)]
 
     def seen(self, assignment):
@@ -126,6 +128,7 @@ def test_a_new_submission_is_enqueued_once(course):
     w = watcher(course)
     assert w.once() == [(NAME, "alice")]
     assert w.queue.enqueued == [(NAME, ["alice"], 10)], "on submit: above a batch's priority"
+    assert w.queue.on_submit == [True], "its feedback is released when it is graded (c.FeedbackOnSubmit)"
     assert w.queue.memory[NAME]["alice"].gradings == 1
     assert (course.root / PREFLIGHT / "submitted/alice" / NAME / NOTEBOOK).is_file(), "pre-flighted before"
     assert w.once() == [] and w.once() == []
