@@ -149,6 +149,9 @@ def feedback_on_submit(assignment: str, student: str) -> str:
         if not out.get("success"):
             why = (out.get("error") or out.get("log") or "").strip().splitlines() or ["no reason given"]
             return f"feedback not released: {step} failed: {why[-1][:300]}"
+        refused = [line for line in (out.get("log") or "").splitlines() if "feedback not released" in line]
+        if refused:  # coursekit.exchange.SafeExchangeReleaseFeedback left this student out, and said why
+            return refused[0].split("] ", 1)[-1][:300]
     except Exception as error:  # noqa: BLE001 - reported with the job; the grade stands
         return f"feedback not released: {type(error).__name__}: {str(error)[:300]}"
     return f"feedback released ({mode})"

@@ -160,8 +160,8 @@ def attempts_text(course, assignment: str, student: str) -> str:
 # ------------------------------------------------------------------------------------------------ the commands
 def grade_main(args, course) -> int:
     """``python -m coursekit grade … --queue | --wait | --failed | --watch`` (the flags ``commands/grade.py`` forwards)."""
-    hws = [hw for hw in course.assignments(args.assignment)
-           if args.assignment or course.students("submitted", hw.name)]
+    hws = [hw for hw in course.assignments(args.assignment)  # watching: every assignment, submitted to yet or not
+           if args.assignment or args.watch or course.students("submitted", hw.name)]
     with open_queue(course) as queue:  # one session for the whole command
         return _grade(args, course, hws, queue)
 

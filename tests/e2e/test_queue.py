@@ -370,13 +370,17 @@ def _on_submit(root: Path, db: str, scratch: Path) -> dict:
                                stderr=subprocess.STDOUT)
     solved = (root / "submitted" / "twin_full" / ASSIGNMENT / hw.notebook_name).read_bytes()
 
+    secrets_of: dict[str, str] = {}
+
     def submit(student: str, when: datetime) -> None:  # as `nbgrader submit` lays out a submission in the exchange
         stamp = when.strftime("%Y-%m-%d %H:%M:%S.%f %Z")
         folder = inbound / f"{student}+{ASSIGNMENT}+{stamp}+{uuid.uuid4().hex[:6]}"
         folder.mkdir()
         (folder / hw.notebook_name).write_bytes(solved)
         (folder / "timestamp.txt").write_text(stamp)
-        for path in (folder, folder / hw.notebook_name, folder / "timestamp.txt"):
+        secrets_of[student] = uuid.uuid4().hex * 4  # what names the student's feedback in the exchange
+        (folder / "submission_secret.txt").write_text(secrets_of[student])
+        for path in (folder, folder / hw.notebook_name, folder / "timestamp.txt", folder / "submission_secret.txt"):
             shutil.chown(path, user=student)
 
     try:
@@ -385,7 +389,11 @@ def _on_submit(root: Path, db: str, scratch: Path) -> dict:
         graded = wait_for(f"{ON_TIME} graded on submit (the watcher's log: {log})", lambda: next(
             (j for j in snapshot(root, db).jobs if j.student == ON_TIME and j.state == "done"), None),
             timeout=180, every=1)
+        from nbgrader.utils import notebook_hash
+
+        mine = notebook_hash(secret=secrets_of[ON_TIME], notebook_id=Path(hw.notebook_name).stem) + ".html"
         released = {p.name: p.read_text() for p in (inbound.parent / "feedback").glob("*.html")}
+        released = {"the student's own": released.pop(mine, None), **released}
         time.sleep(1.5)
         submit(ON_TIME, datetime.now(timezone.utc))  # a second submission: over the limit of one
         wait_for("the limit to be applied", lambda: "limit of 1 automatic gradings" in log.read_text(), timeout=60)
@@ -486,7 +494,9 @@ def test_feedback_is_released_as_soon_as_it_is_graded_with_the_visible_checks_on
     from coursekit import leaks
     from coursekit.notebook import normalise, secret_lines
 
-    (page,) = queued["released"].values()
+    others = dict(queued["released"])
+    page = others.pop("the student's own")
+    assert page and not others, ([line for line in queued["logs"]["host-b"].splitlines() if ON_TIME in line], others)
     text = normalise(markup.unescape(re.sub(r"<[^>]+>", "", page)))  # highlighted code is split by tags
     assert "Feedback on submit" in text and "visible checks" in text, text[:3000]
     hw = COURSE.assignment(ASSIGNMENT)
