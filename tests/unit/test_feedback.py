@@ -5,6 +5,7 @@ Fast unit tests on synthetic notebooks, nbgrader's own pattern: ``create_grade_c
 """
 from __future__ import annotations
 
+import copy
 import nbformat
 import pytest
 from nbformat.v4 import new_notebook, new_output
@@ -169,7 +170,59 @@ def test_on_submit_policy_is_checked_and_the_course_config_left_alone(config):
     assert config.GenerateFeedback.preprocessors == before and "SubmitFeedback" not in config
     with pytest.raises(TraitError, match="mode"):
         FeedbackOnSubmit(mode="everything")
-    broken = config.copy()
+    broken = copy.deepcopy(config)  # Config.copy() shares its sections with the module's configuration
     broken.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades"]
     with pytest.raises(ValueError, match="TrustedOutputs"):
         on_submit_config(broken, "visible")
+
+
+class FakeAPI:
+    """nbgrader's NbGraderAPI as feedback_on_submit uses it: the two calls, with the outputs given."""
+
+    outputs: dict = {}
+    calls: list = []
+
+    def __init__(self, coursedir=None, config=None):
+        self.config, self.coursedir = config, coursedir
+        import logging
+        self.log = logging.getLogger("fake-api")
+
+    def generate_feedback(self, assignment, student, force=True):
+        FakeAPI.calls.append(("generate_feedback", assignment, student, self.config.SubmitFeedback.mode))
+        return FakeAPI.outputs.get("generate_feedback", {"success": True, "log": ""})
+
+    def release_feedback(self, assignment, student):
+        FakeAPI.calls.append(("release_feedback", assignment, student))
+        out = FakeAPI.outputs.get("release_feedback", {"success": True, "log": ""})
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+
+@pytest.mark.parametrize("mode, outputs, said", [
+    ("visible", {}, "feedback released (visible)"),
+    ("all", {}, "feedback released (all)"),
+    ("off", {}, "feedback on submit is off"),
+    ("visible", {"generate_feedback": {"success": False, "error": "Traceback\nValueError: no autograded notebook"}},
+     "feedback not released: generate_feedback failed: ValueError: no autograded notebook"),
+    ("visible", {"release_feedback": {"success": True, "log": "[WARNING] ada: feedback not released: the submission "
+                                                              "has no timestamp.txt or submission_secret.txt"}},
+     "ada: feedback not released: the submission has no timestamp.txt"),
+    ("visible", {"release_feedback": PermissionError("exchange")}, "feedback not released: PermissionError: exchange"),
+])
+def test_feedback_on_submit_says_what_became_of_the_feedback(config, monkeypatch, mode, outputs, said):
+    """A grading on submit always stands; its record says whether the feedback reached the exchange, and why not."""
+    import nbgrader.apps.api
+
+    from coursekit.autograde import batch
+
+    config = copy.deepcopy(config)
+    config.FeedbackOnSubmit.mode = mode
+    monkeypatch.setattr(nbgrader.apps.api, "NbGraderAPI", FakeAPI)
+    monkeypatch.setitem(batch._WORKER, "api", FakeAPI(config=config))
+    FakeAPI.outputs, FakeAPI.calls = outputs, []
+    assert said in batch.feedback_on_submit("hw", "ada")
+    if mode == "off":
+        assert FakeAPI.calls == []
+    else:
+        assert FakeAPI.calls[0] == ("generate_feedback", "hw", "ada", mode)
