@@ -109,6 +109,10 @@ class Watcher:
         out = api.collect(assignment, update=True)
         if out.get("success"):
             self.inbound_seen |= found
+            for line in (out.get("log") or "").splitlines():  # what collect left out, and why: the instructor's to see
+                if line.startswith("[WARNING] ") and ("collect", assignment, line) not in self.told:
+                    self.told.add(("collect", assignment, line))
+                    self.echo(f"watch: nbgrader collect {assignment}: {line.removeprefix('[WARNING] ')}")
         else:
             self.echo(f"watch: nbgrader collect {assignment} failed: {(out.get('error') or out.get('log') or '')[-500:]}")
 
