@@ -511,7 +511,9 @@ def test_collect_and_autograde_as_the_grader(hub):
     assert sorted(p.name for p in (submitted / HOSTILE / A).iterdir()) == ["loop", "submission_secret.txt", "timestamp.txt",
                                                                               f"{A}.ipynb"]
     assert CANARY[FULL] in (submitted / FULL / A / f"{A}.ipynb").read_text(), "the genuine submission, not the spoof"
-    for student in ROSTER:  # the formgrader's Autograde button, one student at a time
+    # The formgrader's Autograde button: the late submission (never graded on submit), and a regrade of one graded on
+    # submit already; the others keep their grading on submit (same sandbox, checker and gradebook).
+    for student in (LATE, FULL):
         out = hub.formgrader("POST", f"submission/{A}/{student}/autograde", timeout=900)
         assert out["success"], (student, out.get("error", "")[-3000:], out.get("log", "")[-3000:])
     hub.results["grading_s"] = time.monotonic() - started
