@@ -87,12 +87,14 @@ c.JupyterHub.services = [
 GRADER_ENV = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": f"/home/{S['grader']}", "PYTHONUNBUFFERED": "1"}
 if S.get("database"):
     c.JupyterHub.services += [
-        {"name": "coursekit-db", "command": S["database"]["server"], "user": S["grader"], "cwd": S["course_dir"],
-         "environment": dict(GRADER_ENV)},
         {"name": "coursekit-watch", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
          "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "grade", "--watch", "--exchange"]},
         {"name": "coursekit-worker", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
          "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "worker", "--name", "hub"]},
+        # last: JupyterHub stops its services one after the other, in this order, and the database waits for the two
+        # above anyway (coursekit/hosting/database.py, serve)
+        {"name": "coursekit-db", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
+         "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "hub", "database"]},
     ]
 
 # --- Roles: the instructor reaches the grading service; students reach only their own server ------------------------

@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     stop = sub.add_parser("down", help="stop the hub; remove the accounts, folders and cgroup delegation it made")
     stop.add_argument("--purge", action="store_true", help="remove the installed environment too")
     sub.add_parser("status", help="is the hub running, where")
+    sub.add_parser("database", help="(the hub's own service, as the grader) run the course's PostgreSQL; when the hub "
+                                    "stops, stop it after the grading worker and the watcher")
     args = parser.parse_args(argv)
     paths = Paths()
     if args.command == "install":
@@ -47,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
               f"  the course: {paths.course} (owned by {GRADER}); the exchange: {paths.exchange}\n"
               f"  stop and remove everything with: sudo make hub-down")
         return 0
+    if args.command == "database":
+        from ..hosting import database
+
+        return database.serve(paths)
     if args.command == "down":
         lifecycle.down(paths, args.purge)
         return 0

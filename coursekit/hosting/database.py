@@ -13,14 +13,20 @@ under ``/usr/lib/postgresql``):
   every nbgrader command run in the course directory, by a service or by hand, uses the same gradebook.
 
 ``up`` creates the cluster and starts it with ``pg_ctl`` while it generates the assignments, then stops it: from
-then on the hub runs ``postgres`` as a managed service (``hub/jupyterhub_config.py``), started and restarted with
-the hub like the formgrader, the watcher and the workers. ``down`` removes it with the course's folder.
+then on the hub runs it as a managed service (``hub/jupyterhub_config.py``), started and restarted with the hub like
+the formgrader, the watcher and the worker: ``python -m coursekit hub database`` (``serve``), ``postgres`` in the
+foreground, which the hub's stop reaches at the same moment as the others; it stops the server only once the grading
+worker and the watcher have ended (at most ``GRACE_S``), so a job that finishes while the hub stops is still
+recorded, and the worker does not wait for a server that is gone. ``down`` removes it with the course's folder.
 """
 from __future__ import annotations
 
 import os
 import pwd
 import re
+import signal
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +35,8 @@ from . import GRADER, Paths
 from .processes import run
 
 DATABASE = "gradebook"
+GRACE_S = 30  # how long the server waits, when the hub stops, for the worker and the watcher to end first
+CLIENTS = (b"coursekit\x00worker", b"coursekit\x00grade")  # their command lines (python -m coursekit ...)
 GRADEBOOK_BLOCK = "# --- coursekit hub: the gradebook in the hosted course's PostgreSQL (python -m coursekit hub up) ---"
 
 
@@ -118,3 +126,42 @@ def gradebook_config(paths: Paths) -> None:
     if GRADEBOOK_BLOCK in text:
         return
     config.write_text(text.rstrip("\n") + f"\n\n{GRADEBOOK_BLOCK}\nc.CourseDirectory.db_url = {url(paths)!r}\n")
+
+
+def clients(uid: int | None = None) -> list[int]:
+    """The pids of this account's grading worker and watcher (``python -m coursekit worker`` / ``grade``)."""
+    uid = os.getuid() if uid is None else uid
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(words in cmdline for words in CLIENTS):
+            found.append(int(entry.name))
+    return found
+
+
+def serve(paths: Paths, grace_s: float = GRACE_S) -> int:
+    """The hub's database service: ``postgres`` in the foreground; on SIGINT or SIGTERM (the hub stopping), wait for
+    the worker and the watcher to end, then stop the server (fast shutdown). Returns the server's exit code."""
+    server = subprocess.Popen(server_command(paths))
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    while server.poll() is None and not stop.wait(0.5):
+        pass
+    if server.poll() is None:
+        deadline = time.monotonic() + grace_s
+        while clients() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        server.send_signal(signal.SIGINT)  # postgres: fast shutdown
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return server.wait()

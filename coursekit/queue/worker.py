@@ -77,7 +77,12 @@ class WorkerSide:
                             state.run = None
                             upkeep.cancel()
                         if state.stopping or until_empty:
-                            await self._rows("UPDATE coursekit_workers SET stopped_at = now() WHERE name = %s", [name])
+                            # Say so in the registry if the database answers soon; a server stopping with this worker
+                            # (the hosted course stops both at once) must not hold it for the pool's 20 s: without
+                            # the mark, the registry forgets the worker when its last beat is lease_s old.
+                            with contextlib.suppress(asyncio.TimeoutError, *db_errors()):
+                                await asyncio.wait_for(self._rows(
+                                    "UPDATE coursekit_workers SET stopped_at = now() WHERE name = %s", [name]), timeout=3)
                             break
                         # procrastinate stopped the worker itself: its heartbeat or listener lost the database
                         log.warning("worker %s: the database connection was lost; reconnecting", name)

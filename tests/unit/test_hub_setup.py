@@ -206,7 +206,23 @@ def test_the_hub_supervises_the_database_the_watcher_and_a_worker(tmp_path, monk
     services = {s["name"]: s for s in config.JupyterHub.services}
     for name in ("coursekit-db", "coursekit-watch", "coursekit-worker"):
         assert services[name]["user"] == hosting.GRADER and "url" not in services[name], name  # managed, not proxied
-    assert services["coursekit-db"]["command"] == settings["database"]["server"]
+    assert services["coursekit-db"]["command"][2:] == ["coursekit", "hub", "database"], "stops after the worker"
     assert services["coursekit-watch"]["command"][2:] == ["coursekit", "grade", "--watch", "--exchange"]
     assert services["coursekit-worker"]["command"][2:4] == ["coursekit", "worker"]
     assert all(s["cwd"] == str(paths.course) for n, s in services.items() if n.startswith("coursekit-"))
+
+
+def test_the_database_service_knows_the_worker_and_watcher_of_its_account():
+    """`hub database` stops the server only after these have ended (a job finishing during shutdown is recorded)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "coursekit", "worker"])
+    try:
+        assert proc.pid in database.clients()
+        assert proc.pid not in database.clients(uid=os.getuid() + 4242), "another account's are not its own"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.pid not in database.clients()
