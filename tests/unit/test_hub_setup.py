@@ -218,8 +218,13 @@ def test_the_database_service_knows_the_worker_and_watcher_of_its_account():
     import subprocess
     import sys
 
+    import time
+
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "coursekit", "worker"])
     try:
+        deadline = time.monotonic() + 10  # as `hub database` does, look until it is there (a busy machine)
+        while proc.pid not in database.clients() and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert proc.pid in database.clients()
         assert proc.pid not in database.clients(uid=os.getuid() + 4242), "another account's are not its own"
     finally:
