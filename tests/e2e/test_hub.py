@@ -557,7 +557,6 @@ def test_manual_grade_in_the_formgrader_under_the_hubs_csp(hub, tmp_path):
         page.set_default_timeout(UI_TIMEOUT_MS)
         page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
         _login(page, hub, hosting.INSTRUCTOR)
-        status, courses = 0, {}
         page.goto(f"{hub.url}/user/{hosting.INSTRUCTOR}/lab", wait_until="load")
         courses = page.evaluate(f"""async () => (await fetch('/user/{hosting.INSTRUCTOR}/formgraders',
             {{headers: {{'X-XSRFToken': document.cookie.match(/_xsrf=([^;]+)/)?.[1] || ''}}}})).json()""")
