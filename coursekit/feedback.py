@@ -126,8 +126,6 @@ class WarnUngraded(CoursePreprocessor):
         return nb, resources
 
 
-
-
 # ------------------------------------------------------------------------------------------------ feedback on submit
 MODES = ("off", "visible", "all")
 
@@ -162,7 +160,6 @@ class SubmitFeedback(CoursePreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources.setdefault("nbgrader", {})
-        hidden_failures = 0
         if self.mode == "visible":
             begin, end = delimiters(self.config)["hidden"]
             for cell in nb.cells:
@@ -173,7 +170,6 @@ class SubmitFeedback(CoursePreprocessor):
                         and region_lines(cell.source, (begin, end))):
                     check["passed"] = True  # a hidden check failed: not reported now
                     if meta.get("points") is not None:
-                        hidden_failures += 1
                         info["score"] = (info.get("score") or 0) + float(meta["points"]) - float(meta.get("score") or 0)
                         meta["score"] = meta["points"]
         nb.cells.insert(0, new_markdown_cell(self.note(nb)))

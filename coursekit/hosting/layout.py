@@ -76,8 +76,7 @@ def course_folders(paths: Paths, state: State, roster: list[Student], log, root:
             writer.writerow([s.id, s.first_name, s.last_name, s.email])
     os.chown(roster_csv, grader.pw_uid, grader.pw_gid)
     run([venv_bin / "nbgrader", "db", "student", "import", "roster.csv"], cwd=paths.course, user=GRADER, env=env)
-    return {"course_id": course_id, "assignments": assignments, "database": {
-        "url": database.url(paths), "server": database.server_command(paths), "data": str(database.data(paths))}}
+    return {"course_id": course_id, "assignments": assignments, "database": {"url": database.url(paths)}}
 
 
 def delegate_cgroups(state: State, log) -> None:

@@ -198,8 +198,7 @@ def test_the_hub_supervises_the_database_the_watcher_and_a_worker(tmp_path, monk
     settings = {"state": str(paths.state), "venv": str(paths.venv), "course_id": "course", "url": "http://127.0.0.1:1",
                 "hub_port": 2, "proxy_api_port": 3, "service_port": 4, "node_modules": "/nm", "instructor": "i",
                 "grader": hosting.GRADER, "students": ["s"], "admin_service": "admin", "course_dir": str(paths.course),
-                "database": {"url": database.url(paths), "server": ["/usr/lib/postgresql/15/bin/postgres", "-D", "d"],
-                             "data": "d"}}
+                "database": {"url": database.url(paths)}}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     monkeypatch.setenv("COURSEKIT_HUB_ETC", str(tmp_path))
     config = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub")).load_config()
