@@ -114,6 +114,33 @@ class SafeExchangeReleaseFeedback(SafeNames, ExchangeReleaseFeedback):
             excluded = [s for s in self.coursedir.student_id_exclude.split(",") if s]
             self.coursedir.student_id_exclude = ",".join(excluded + unreleasable)
         super().copy_files()
+        self._final_grades(pattern, unreleasable)
+
+    def _final_grades(self, pattern: str, left_out: list[str]) -> None:
+        """The instructor's release: the released students' final scores to the learning platform, when the course
+        passes grades back (``coursekit.hosting.ags``); the release itself never fails for it."""
+        from nbgrader.api import Gradebook
+
+        from .hosting.ags import LTIGrades, gradebook_scores, post_scores
+
+        policy = LTIGrades(config=self.config)
+        if not policy.folder or not policy.final_on_release:
+            return
+        excluded = set(self.coursedir.student_id_exclude.split(",")) | set(left_out)
+        students = [os.path.basename(os.path.dirname(f)) for f in sorted(glob.glob(pattern))]
+        students = [s for s in students if s not in excluded
+                    and self.coursedir.student_id in ("*", "", s)]
+        try:
+            with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+                scores = gradebook_scores(gb, self.coursedir.assignment_id, students, final=True)
+            done = post_scores(policy.folder, self.coursedir.assignment_id, scores, log=self.log.warning)
+        except Exception as error:  # noqa: BLE001 - the feedback is released; the scores wait in the outbox
+            self.log.error("grades not sent to the learning platform: %s: %s (python -m coursekit lti post %s "
+                           "sends them)", type(error).__name__, error, self.coursedir.assignment_id)
+            return
+        posted = sum(what.startswith("posted") for what in done.values())
+        self.log.info("learning platform: %d of %d final score(s) posted%s", posted, len(done),
+                      "" if posted == len(done) else " (the others wait: python -m coursekit lti status)")
 
 
 class SafeExchangeSubmit(SafeNames, ExchangeSubmit):

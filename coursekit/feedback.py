@@ -150,6 +150,7 @@ def on_submit_config(config: Config, mode: str) -> Config:
                          "submit relies on it")
     out.GenerateFeedback.preprocessors = steps[:trusted] + ["coursekit.feedback.SubmitFeedback"] + steps[trusted:]
     out.SubmitFeedback.mode = mode
+    out.LTIGrades.final_on_release = False  # the platform gets the pending score of this grading, not a final one
     return out
 
 

@@ -44,6 +44,25 @@ c.Spawner.http_timeout = 180
 c.JupyterHub.concurrent_spawn_limit = 40
 
 
+# --- Sign in from the learning platform (LTI 1.3), when `hub up --lti FILE` registered one ------------------------------
+# coursekit/hosting/lti_hub.py: jupyterhub-ltiauthenticator's LTI13Authenticator checks each launch's id_token, coursekit
+# the deployment, course, role and assignment; a learner gets the roster's account (matched by e-mail) or one made on
+# the first launch, an instructor or TA the instructor's. The password form above still works for the course's accounts.
+if S.get("lti"):
+    c.JupyterHub.authenticator_class = "coursekit.hosting.lti_hub.CourseAuthenticator"
+    c.CourseAuthenticator.platform = S["lti"]["platform"]
+    c.CourseAuthenticator.lti_folder = S["lti"]["folder"]
+    c.CourseAuthenticator.course = COURSE
+    c.CourseAuthenticator.assignments = S["assignments"]
+    c.CourseAuthenticator.roster = S.get("roster", [])
+    c.CourseAuthenticator.password_users = [S["instructor"], *S["students"]]
+    c.CourseAuthenticator.instructor = S["instructor"]
+    c.CourseAuthenticator.venv = str(VENV)
+    c.CourseAuthenticator.course_dir = S["course_dir"]
+    c.CourseAuthenticator.state_dir = str(STATE)
+    c.CourseAuthenticator.uri_scheme = "https" if S["url"].startswith("https") else "http"
+
+
 def role_of(name: str) -> str:
     return "instructor" if name == S["instructor"] else "student"
 

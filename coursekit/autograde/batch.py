@@ -124,7 +124,30 @@ def grade_one(assignment: str, student: str, on_submit: bool = False) -> Graded:
     graded = Graded(student, ok, time.perf_counter() - start, error, noted(log))
     if ok and on_submit:
         graded.feedback = feedback_on_submit(assignment, student)
+        posted = grades_on_submit(assignment, student)
+        graded.feedback += f"; {posted}" if posted else ""
     return graded
+
+
+def grades_on_submit(assignment: str, student: str) -> str:
+    """Post the student's autograded score to the learning platform (``coursekit.hosting.ags``: pending while written
+    answers wait) when the course passes grades back (``c.LTIGrades.folder``); what happened, or "" if it does not.
+    Never fails the grading: a score the platform did not take is kept in the outbox."""
+    from nbgrader.api import Gradebook
+
+    from ..hosting.ags import LTIGrades, gradebook_scores, post_scores
+
+    api = _WORKER["api"]
+    folder = LTIGrades(config=api.config).folder
+    if not folder:
+        return ""
+    try:
+        with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gb:
+            scores = gradebook_scores(gb, assignment, [student], final=False)
+        done = post_scores(Path(folder), assignment, scores, log=lambda line: None)
+    except Exception as error:  # noqa: BLE001 - reported with the job; the grade stands
+        return f"grade not sent to the platform: {type(error).__name__}: {str(error)[:300]}"
+    return f"platform: {done.get(student, 'no score in the gradebook')}"
 
 
 def feedback_on_submit(assignment: str, student: str) -> str:

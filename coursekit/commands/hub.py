@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="also create N load-test students ck-load01.. (bench/bench_hub.py)")
     start.add_argument("--ip", default="127.0.0.1", help="address the hub listens on (default 127.0.0.1)")
     start.add_argument("--port", type=int, default=8000, help="its port (0: any free port)")
+    start.add_argument("--lti", type=Path, default=None, metavar="FILE",
+                       help="sign in from the learning platform (LTI 1.3) and send grades back: the platform's "
+                            "registration (JSON: hub/lti.example.json)")
     start.add_argument("--service", action="store_true",
                        help="run the hub as the systemd service coursekit-hub (a real host: it survives reboots)")
     stop = sub.add_parser("down", help="stop the hub; remove the accounts, folders and cgroup delegation it made")
@@ -41,13 +44,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "up":
         started = time.monotonic()
         roster = accounts.read_roster(args.roster) + accounts.load_students(args.load_students)
-        state = lifecycle.up(paths, roster, args.ip, args.port, service=args.service, root=args.root.resolve())
+        platform = None
+        if args.lti:
+            from ..hosting.lti import Platform
+
+            platform = Platform.load(args.lti)  # a bad file stops here, before anything is made
+        state = lifecycle.up(paths, roster, args.ip, args.port, service=args.service, root=args.root.resolve(),
+                             lti=platform)
         print(f"\nJupyterHub is up on {state.url} ({time.monotonic() - started:.0f} s)\n"
               f"  instructor {INSTRUCTOR}; students {', '.join(state.students[:6])}"
               f"{' …' if len(state.students) > 6 else ''}\n"
               f"  passwords: {paths.state / 'passwords.json'} (readable by root only)\n"
               f"  the course: {paths.course} (owned by {GRADER}); the exchange: {paths.exchange}\n"
               f"  stop and remove everything with: sudo make hub-down")
+        if platform:
+            print(f"  LTI 1.3 tool (register it with the platform): login initiation {state.url}/hub/lti13/oauth_login"
+                  f", redirect {state.url}/hub/lti13/oauth_callback, key set {state.url}/hub/lti13/jwks")
         return 0
     if args.command == "database":
         from ..hosting import database

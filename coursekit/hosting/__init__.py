@@ -75,6 +75,10 @@ class Paths:
         return self.srv / "course"
 
     @property
+    def lti(self) -> Path:  # the platform's registration, the tool's key, the launches (the grader's, 0700)
+        return self.srv / "lti"
+
+    @property
     def exchange(self) -> Path:
         return self.srv / "exchange"
 

@@ -16,7 +16,7 @@ from .state import State
 
 
 def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8000, log=print,
-       service: bool = False, root: Path | None = None) -> State:
+       service: bool = False, root: Path | None = None, lti=None) -> State:
     if os.geteuid() != 0:
         raise CourseKitError("the hub creates Unix accounts and runs servers as them: run it as root (sudo make hub)")
     for tool in ("useradd", "runuser", "chpasswd", "bwrap", "npm"):
@@ -51,6 +51,13 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
         "state": str(paths.state), "course_dir": str(paths.course), "exchange": str(paths.exchange),
         "instructor": INSTRUCTOR, "grader": GRADER, "students": state.students, "admin_service": ADMIN_SERVICE,
     })
+    settings["roster"] = [s.__dict__ for s in roster]
+    if lti is not None:  # LTI 1.3: the registration, the tool's key, grade passback (coursekit/hosting/lti.py)
+        from . import lti as lti_setup
+
+        grader = pwd.getpwnam(GRADER)
+        lti_setup.setup(paths.lti, lti, paths.course / "nbgrader_config.py", (grader.pw_uid, grader.pw_gid))
+        settings["lti"] = {"platform": lti.to_dict(), "folder": str(paths.lti)}
     state.settings, state.url = settings, settings["url"]
     configure(paths, state, settings)
     state.save(paths)
@@ -83,7 +90,7 @@ def down(paths: Paths, purge: bool = False, log=print) -> None:
         if exists_group(name):
             run(["groupdel", name], check=False)
     log(f"removed accounts: {', '.join(state.users) or 'none'}")
-    owned = (paths.course, paths.exchange, database.folder(paths))
+    owned = (paths.course, paths.exchange, database.folder(paths), paths.lti)
     for folder in [*owned, *map(Path, reversed(state.folders))]:
         if folder.exists() and (folder in owned or str(folder) in state.folders):
             shutil.rmtree(folder, ignore_errors=True)
