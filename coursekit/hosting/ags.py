@@ -14,8 +14,8 @@ Every request carries an access token from the platform's token endpoint (the OA
 JWT signed by the tool's key, RFC 7523, as the IMS Security Framework asks). A request that fails on the network or
 with a 5xx or 429 is tried again (``ATTEMPTS``, waiting longer each time); a score the platform refuses or never
 answers is kept in ``outbox.json`` in the LTI folder with the reason (``python -m coursekit lti status`` lists them,
-``lti post`` sends them again): never lost. Students who never launched from the platform have no platform id: they
-are listed, not posted.
+``lti post`` sends them again): never lost. Students who never launched from the platform (roster accounts signing in
+with a password) have no platform user id: they are listed as skipped, not posted.
 
 Configured by ``c.LTIGrades.folder`` (the course's LTI folder; ``hub up --lti`` sets it in the hosted copy's
 ``nbgrader_config.py``); without it nothing is posted.
@@ -58,6 +58,10 @@ class LTIGrades(Configurable):
 
 class Refused(Exception):
     """The platform answered with an error that trying again will not change (4xx)."""
+
+
+class NotOnPlatform(Exception):
+    """The student never launched from the platform: the tool knows no platform user id for them."""
 
 
 @dataclass
@@ -128,6 +132,7 @@ class Endpoints:
         found = self.request("GET", _with_query(container, query), headers={"Accept": LINEITEMS})
         for item in found if isinstance(found, list) else []:
             if isinstance(item, dict) and item.get("resourceId") == assignment and item.get("id"):
+                self.registry.remember_lineitem(assignment, item["id"])
                 return item["id"]
         if not create:
             return None
@@ -136,12 +141,16 @@ class Endpoints:
             {"Content-Type": LINEITEM, "Accept": LINEITEM})
         if not isinstance(made, dict) or not made.get("id"):
             raise Refused(f"{container}: the platform made no line item for {assignment}")
+        self.registry.remember_lineitem(assignment, made["id"])
         return made["id"]
 
+    def user_of(self, student: str) -> dict | None:
+        return self.registry.read()["accounts"].get(student)
+
     def post(self, assignment: str, score: Score, lineitem: str) -> None:
-        user = self.registry.read()["accounts"].get(score.student)
+        user = self.user_of(score.student)
         if not user:
-            raise Refused(f"{score.student} never launched from the platform (no platform user id)")
+            raise NotOnPlatform(f"{score.student} never launched from the platform (no platform user id): not sent")
         body = {"userId": user["sub"], "scoreGiven": round(score.given, 4), "scoreMaximum": round(score.maximum, 4),
                 "activityProgress": "Submitted" if score.progress == "PendingManual" else "Completed",
                 "gradingProgress": score.progress,
@@ -205,12 +214,18 @@ def post_scores(folder: Path, assignment: str, scores: list[Score], log=print, d
         log(f"LTI grades: {assignment}: nothing posted: {reason}")
         return {s.student: f"kept: {reason}" for s in scores}
     for score in scores:
+        if dry_run and not platform.user_of(score.student):
+            out[score.student] = f"skipped: {score.student} never launched from the platform (no platform user id)"
+            continue
         if dry_run:
             out[score.student] = (f"would post {score.given:g}/{score.maximum:g} ({score.progress}) to "
                                   f"{lineitem or 'a new line item for ' + assignment}")
             continue
         try:
             platform.post(assignment, score, lineitem)
+        except NotOnPlatform as error:  # a roster account signing in with its password: nothing to send it to
+            out[score.student] = f"skipped: {error}"
+            continue
         except Exception as error:  # noqa: BLE001
             reason = str(error) if isinstance(error, (Refused, ConnectionError)) else f"{type(error).__name__}: {error}"
             _keep(folder, assignment, [score], reason)

@@ -34,10 +34,12 @@ import pytest
 from conftest import ASSIGNMENT, COURSE, ROOT
 from coursekit import leaks
 from coursekit import hosting
-from coursekit.hosting import accounts, database, processes
+from coursekit.hosting import accounts, database, lti, processes
 from coursekit.hosting.state import State
 from coursekit.notebook import secret_lines
 from coursekit.planting import Submission
+from lti_platform import INSTRUCTOR as LTI_INSTRUCTOR
+from lti_platform import LEARNER, TA, LocalPlatform, form_fields
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser, pytest.mark.slow]
 
@@ -195,8 +197,11 @@ def hub(tmp_path_factory):
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s[5:].title()},Test,{s}@example.org\n"
                                                                     for s in ROSTER))
     before = {p.pw_name for p in pwd.getpwall()}
+    platform = LocalPlatform().__enter__()  # the learning platform the course is registered with (LTI 1.3)
+    registration = tmp_path_factory.mktemp("lti") / "lti.json"
+    registration.write_text(json.dumps(platform.registration_file()))
     try:
-        _hub_cli("up", "--roster", str(roster), "--load-students", str(LOAD), "--port", "0")
+        _hub_cli("up", "--roster", str(roster), "--load-students", str(LOAD), "--port", "0", "--lti", str(registration))
         subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", OUTSIDER], check=True)
         h = Hub()
         h.timing = {"install_s": installed, "up_s": time.monotonic() - started - installed}
@@ -204,8 +209,11 @@ def hub(tmp_path_factory):
         h.shots = Path(os.environ.get("COURSE_TEST_ARTIFACTS") or tmp_path_factory.mktemp("hub-shots")) / "hub"
         h.shots.mkdir(parents=True, exist_ok=True)
         h.results = {}
+        platform.tool_url = h.url
+        h.platform = platform
         yield h
     finally:
+        platform.__exit__(None, None, None)
         subprocess.run(["userdel", "--remove", OUTSIDER], capture_output=True)
         down = subprocess.run([str(HUB_PY), "-m", "coursekit", "hub", "down"], cwd=ROOT, env=_env(),
                               capture_output=True, text=True, timeout=300)
@@ -430,6 +438,157 @@ def test_each_submission_is_graded_on_submit_and_its_feedback_released_without_a
         hub.results.setdefault("on_submit_pages", {})[student] = pages
 
 
+# ------------------------------------------------------------------------------------------------ LTI 1.3
+LTI_SUB = "platform-user-lin"  # the platform's id of a learner who is on no roster of the hub
+
+
+def lti_launch(url: str, session=None, keep_cookies: list | None = None):
+    """What a browser does with a platform's link: the tool's login initiation, the platform's authorization endpoint
+    (its auto-submitting form), that form posted to the hub; returns the hub's answer (not followed), the session and
+    the form. ``keep_cookies``: filled with the cookies the hub set before the form was posted (for a replay)."""
+    import requests
+
+    session = session or requests.Session()
+    init = session.get(url, allow_redirects=False, timeout=60)
+    assert init.status_code == 302, (init.status_code, init.text[:500])
+    page = session.get(init.headers["Location"], timeout=60)
+    assert page.status_code == 200, page.text[:500]
+    action, fields = form_fields(page.text)
+    if keep_cookies is not None:
+        keep_cookies.extend(session.cookies)
+    answer = session.post(action, data=fields, allow_redirects=False, timeout=180)
+    return answer, session, (action, fields)
+
+
+def _open_assignment_list(page):
+    from playwright.sync_api import expect
+
+    page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).click()
+    item = page.locator(".lm-Menu-item", has_text=re.compile(r"^Assignment List$"))
+    expect(item).to_be_visible()
+    item.click()
+    tab = page.locator("#nbgrader-assignment-list")
+    expect(tab.get_by_text(A).first).to_be_visible()
+    return tab
+
+
+def test_lti_a_learner_launches_into_the_assignment_submits_and_gets_feedback_and_a_grade(hub, tmp_path):
+    """A learner on no roster follows the assignment's link in the learning platform, in Chromium: the launch makes
+    their account, fetches the assignment and opens it in JupyterLab; they submit in the Assignments tab; grading on
+    submit releases their feedback, which the tab offers and fetches, and the platform receives the autograded score,
+    pending while the written answers wait for the instructor. Nobody else acts."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+
+    account = lti.account_for_sub(hub.platform.url, LTI_SUB)
+    assert not accounts.exists_user(account)
+    url = hub.platform.launch(LTI_SUB, [LEARNER], assignment=A, email="Lin@Platform.example", given="Lin",
+                              family="Ear")
+    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        with awaiting("the platform's link → the hub → the assignment open in JupyterLab", lambda: page.url,
+                      page=page, shot=hub.shots / "lti-launch-timeout.png"):
+            page.goto(url, wait_until="load")
+            page.wait_for_url(re.compile(rf"/user/{account}/lab/tree/{A}/{A}\.ipynb"), timeout=180_000)
+            expect(page.locator(".jp-NotebookPanel .jp-Notebook").first).to_be_visible(timeout=120_000)
+        home = Path(pwd.getpwnam(account).pw_dir)
+        assert (home / A / f"{A}.ipynb").is_file(), "fetched at the launch"
+        assert account in grp.getgrnam(hosting.STUDENTS_GROUP).gr_mem
+        # their work, saved as JupyterLab saves it (the contents API), then Submit in the Assignments tab
+        hub.put_notebook(account, f"{A}/{A}.ipynb", Submission(account, "full solution", solved="all").notebook(HW))
+        submitted = time.monotonic()
+        with awaiting("Nbgrader → Assignment List → Submit", lambda: page.url, page=page,
+                      shot=hub.shots / "lti-submit-timeout.png"):
+            tab = _open_assignment_list(page)
+            fetched = tab.locator("#fetched_assignments_list .list_item")
+            fetched.filter(has=page.locator(".item_name", has_text=re.compile(f"^{A}$"))) \
+                .get_by_role("button", name="Submit").click()
+            expect(tab.locator("#submitted_assignments_list").get_by_text(A).first).to_be_visible()
+        deadline, score = time.monotonic() + 300, None
+        while time.monotonic() < deadline and score is None:
+            score = next((s for s in hub.platform.scores if s["userId"] == LTI_SUB), None)
+            time.sleep(1)
+        hub.results["lti_submit_to_grade_s"] = time.monotonic() - submitted
+        assert score, f"the platform received no score within 300 s; the queue: {queue_status()['jobs'][-5:]}"
+        with awaiting("the Assignments tab offers the feedback (refresh) → Fetch Feedback", lambda: page.url, page=page,
+                      shot=hub.shots / "lti-feedback-timeout.png"):
+            button = tab.locator("#submitted_assignments_list").get_by_role("button", name="Fetch Feedback")
+            for _ in range(60):
+                tab.locator("#refresh_assignments_list").click()
+                page.wait_for_timeout(1000)
+                if button.count():
+                    break
+            button.first.click()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list((home / A / "feedback").rglob("*.html")):
+                time.sleep(0.5)
+        hub.results["lti_submit_to_feedback_s"] = time.monotonic() - submitted
+        page.screenshot(path=str(hub.shots / "hub-lti-feedback.png"))
+    pages = list((home / A / "feedback").rglob("*.html"))
+    assert pages and "Feedback on submit" in " ".join(leaks.file_lines(pages[0]))
+    autograded = sum(HW.autograded_cells.values())
+    assert score["scoreGiven"] == pytest.approx(autograded), score
+    assert score["scoreMaximum"] > autograded  # the written answers count, and wait for the instructor
+    assert (score["gradingProgress"], score["activityProgress"]) == ("PendingManual", "Submitted"), score
+    student = grader_query(f"s = gb.find_student({account!r})\nout = [s.first_name, s.last_name, s.email]")
+    assert student == ["Lin", "Ear", "lin@platform.example"]
+    hub.results["lti_account"] = account
+
+
+def test_lti_an_instructor_or_a_ta_launches_into_the_formgrader(hub):
+    for sub, role in (("platform-teacher", LTI_INSTRUCTOR), ("platform-ta", TA)):
+        answer, session, _ = lti_launch(hub.platform.launch(sub, [role], assignment=A))
+        assert answer.status_code == 302, (role, answer.status_code, answer.text[:500])
+        assert answer.headers["Location"] == f"/services/{hub.course}/formgrader/manage_submissions/{A}"
+        home = session.get(f"{hub.url}/hub/home", timeout=60)
+        assert home.status_code == 200 and hosting.INSTRUCTOR in home.text  # signed in as the course's instructor
+        assert not accounts.exists_user(lti.account_for_sub(hub.platform.url, sub)), "no account of their own"
+
+
+def test_lti_launches_that_fail_a_check_are_refused_and_create_nothing(hub):
+    log = PATHS.state / "jupyterhub.log"
+    refused_before = log.read_text(errors="replace").count("LTI launch refused")
+    cases = {
+        "a forged signature": {"tamper": "forged"},
+        "a wrong audience": {"tamper": "audience"},
+        "an expired token": {"tamper": "expired"},
+        "a learner claiming the instructor role (a changed claim)": {"tamper": "role"},
+        "a course this hub does not host": {"context": "course-9999"},
+        "an assignment that does not exist": {"assignment": "no_such_homework"},
+        "a deployment the hub is not registered for": {"deployment": "deployment-9"},
+    }
+    answers = {}
+    for i, (what, change) in enumerate(cases.items()):
+        sub = f"platform-intruder-{i}"
+        answer, session, _ = lti_launch(hub.platform.launch(sub, [LEARNER], **{"assignment": A, **change}))
+        answers[what] = (answer.status_code, answer.text[-300:])
+        assert answer.status_code in (400, 401, 403), (what, answer.status_code, answer.text[:500])
+        assert not accounts.exists_user(lti.account_for_sub(hub.platform.url, sub)), what
+        assert "jupyterhub-hub-login" not in session.cookies, what
+    assert "not registered for the platform's deployment" in answers["a deployment the hub is not registered for"][1]
+    assert "no assignment 'no_such_homework'" in answers["an assignment that does not exist"][1]
+    # A replay: a launch that succeeded, posted again with the same id_token and the cookies of its login.
+    import requests
+
+    cookies: list = []
+    answer, _, (action, fields) = lti_launch(hub.platform.launch("platform-replayed", [LEARNER]),
+                                             keep_cookies=cookies)
+    assert answer.status_code == 302, answer.text[:500]
+    replay = requests.Session()
+    for cookie in cookies:
+        replay.cookies.set_cookie(cookie)
+    again = replay.post(action, data=fields, allow_redirects=False, timeout=60)
+    assert again.status_code == 403 and "used before" in again.text, (again.status_code, again.text[-500:])
+    without = requests.post(action, data=fields, allow_redirects=False, timeout=60)  # and without its cookies
+    assert without.status_code == 400, without.status_code
+    text = log.read_text(errors="replace")
+    assert text.count("LTI launch refused") - refused_before == len(cases) + 2, text[-3000:]
+    registry = json.loads((PATHS.lti / "launches.json").read_text())
+    assert not [u for u in registry["users"] if "intruder" in u], registry["users"]
+
+
 def _inbound_of(hub, student) -> Path:
     inbound = PATHS.exchange / hub.course / "inbound"
     (folder,) = [p for p in inbound.iterdir() if p.name.startswith(student + "+") and p.owner() == student]
@@ -507,7 +666,8 @@ def test_collect_and_autograde_as_the_grader(hub):
         assert re.search(rf"{HOSTILE}: {re.escape(name)} not collected: .*{why}", text), (name, text)
     assert "claims to be ck-t-ada's submission but belongs to ck-t-mallory" in text, text
     submitted = PATHS.course / "submitted"
-    assert sorted(p.name for p in submitted.iterdir()) == sorted(ROSTER)
+    lti_student = [hub.results["lti_account"]] if "lti_account" in hub.results else []
+    assert sorted(p.name for p in submitted.iterdir()) == sorted(ROSTER + lti_student)
     assert sorted(p.name for p in (submitted / HOSTILE / A).iterdir()) == ["loop", "submission_secret.txt", "timestamp.txt",
                                                                               f"{A}.ipynb"]
     assert CANARY[FULL] in (submitted / FULL / A / f"{A}.ipynb").read_text(), "the genuine submission, not the spoof"
@@ -613,6 +773,27 @@ def test_feedback_reaches_each_student_and_nothing_else(hub):
                                and not p.is_symlink())
         for other, canary in CANARY.items():
             assert (canary in everything) == (other == student), (student, other)
+
+
+def test_lti_the_instructors_release_sends_the_final_grade_and_the_command_resends(hub):
+    """The release above posted the LTI student's final score (the roster's password accounts have no platform id:
+    skipped, not kept); ``python -m coursekit lti post --dry-run`` shows what it would send, ``lti status`` that the
+    platform has every score."""
+    final = [s for s in hub.platform.scores if s["userId"] == LTI_SUB and s["gradingProgress"] == "FullyGraded"]
+    assert final and final[-1]["activityProgress"] == "Completed", hub.platform.scores
+    assert len(hub.platform.lineitems) == 1, hub.platform.lineitems  # one line item for the assignment
+    (item,) = hub.platform.lineitems.values()
+    assert item["resourceId"] == A and item["scoreMaximum"] == final[-1]["scoreMaximum"]
+    sent = len(hub.platform.scores)
+    run = lambda *args: subprocess.run(  # noqa: E731
+        ["runuser", "-u", hosting.GRADER, "--", "env", f"HOME=/home/{hosting.GRADER}", str(HUB_PY), "-m", "coursekit",
+         "lti", *args], cwd=PATHS.course, capture_output=True, text=True, timeout=120)
+    dry = run("post", A, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"{hub.results['lti_account']}: would post" in dry.stdout and f"{FULL}: skipped" in dry.stdout, dry.stdout
+    assert len(hub.platform.scores) == sent, "a dry run sends nothing"
+    status = run("status")
+    assert status.returncode == 0 and "the platform has every score" in status.stdout, status.stdout + status.stderr
 
 
 def test_load_fetch_and_submit(hub):

@@ -177,19 +177,24 @@ def test_scores_reach_the_platform_on_one_line_item_with_one_token(folder, platf
     done = ags.post_scores(folder, "transformers", [ags.Score("ck-ada", 17, 20.0, "FullyGraded"),
                                                     ags.Score("ck-alan", 20, 20.0, "FullyGraded")])
     assert all(v.startswith("posted") for v in done.values())
-    assert len(platform.lineitems) == 1  # found again by its resourceId, not made twice
+    data = json.loads((folder / "launches.json").read_text())
+    del data["lineitems"]["transformers"]  # forgotten (another host posts): found again by its resourceId
+    (folder / "launches.json").write_text(json.dumps(data))
+    assert ags.post_scores(folder, "transformers", [ags.Score("ck-alan", 20, 20.0, "FullyGraded")])["ck-alan"] \
+        .startswith("posted")
+    assert len(platform.lineitems) == 1  # remembered, or found by its resourceId: never made twice
     (item,) = platform.lineitems.values()
     assert (item["resourceId"], item["scoreMaximum"], item["label"]) == ("transformers", 20.0, "transformers")
     got = [(s["userId"], s["scoreGiven"], s["gradingProgress"], s["activityProgress"]) for s in platform.scores]
     assert got == [("sub-ada", 12.5, "PendingManual", "Submitted"), ("sub-ada", 17, "FullyGraded", "Completed"),
-                   ("sub-alan", 20, "FullyGraded", "Completed")]
-    assert platform.tokens_issued == 2  # one per run of post_scores (each a process of its own in the hub)
+                   ("sub-alan", 20, "FullyGraded", "Completed"), ("sub-alan", 20, "FullyGraded", "Completed")]
+    assert platform.tokens_issued == 3  # one per run of post_scores, shared by its requests
     assert ags.pending(folder) == {}
 
 
 def test_a_platform_that_fails_is_tried_again_and_a_refusal_is_kept_never_lost(folder, platform, monkeypatch):
     monkeypatch.setattr(ags.time, "sleep", lambda s: None)
-    platform.fail_next = [503, 502]  # the line item search fails twice, then answers
+    platform.fail_next = [503, 502]  # the line item's creation fails twice, then answers
     done = ags.post_scores(folder, "transformers", [ags.Score("ck-ada", 10, 20, "FullyGraded")])
     assert done["ck-ada"].startswith("posted") and len(platform.scores) == 1
     platform.fail_next = [400]  # the score itself is refused: not tried again, kept with the reason
@@ -199,9 +204,10 @@ def test_a_platform_that_fails_is_tried_again_and_a_refusal_is_kept_never_lost(f
     assert set(waiting) == {"transformers/ck-alan"} and waiting["transformers/ck-alan"]["given"] == 5
     done = ags.post_scores(folder, "transformers", [ags.Score("ck-alan", 5, 20, "FullyGraded")])  # sent again
     assert done["ck-alan"].startswith("posted") and ags.pending(folder) == {}
-    # a student who never launched from the platform has no platform id: kept, said why
+    # a student who never launched from the platform has no platform id: skipped, said why, nothing kept
     done = ags.post_scores(folder, "transformers", [ags.Score("ck-grace", 5, 20, "FullyGraded")])
-    assert "never launched" in done["ck-grace"] and "transformers/ck-grace" in ags.pending(folder)
+    assert done["ck-grace"].startswith("skipped") and "never launched" in done["ck-grace"]
+    assert ags.pending(folder) == {}
 
 
 def test_a_platform_that_is_down_keeps_every_score(folder, platform, monkeypatch):
@@ -214,8 +220,9 @@ def test_a_platform_that_is_down_keeps_every_score(folder, platform, monkeypatch
 
 
 def test_a_dry_run_sends_no_score_and_makes_no_line_item(folder, platform):
-    done = ags.post_scores(folder, "transformers", [ags.Score("ck-ada", 12, 20, "FullyGraded")], dry_run=True)
-    assert done["ck-ada"].startswith("would post 12/20 (FullyGraded)")
+    done = ags.post_scores(folder, "transformers", [ags.Score("ck-ada", 12, 20, "FullyGraded"),
+                                                    ags.Score("ck-grace", 1, 20, "FullyGraded")], dry_run=True)
+    assert done["ck-ada"].startswith("would post 12/20 (FullyGraded)") and done["ck-grace"].startswith("skipped")
     assert platform.scores == [] and platform.lineitems == {}
     assert not [r for r in platform.requests if r[0] == "POST" and r[1].startswith("/lineitems")]
 
