@@ -1,15 +1,23 @@
-"""Load on the hosted course: 30 students fetch and submit within one minute while a probe times the hub (as root).
+"""Load on the hosted course: 30 students fetch and submit within one minute while a probe times the hub; then grading
+on submit: submit → feedback in the Assignments tab for 30 students at once, and for one alone during a batch (as root).
 
-    sudo .venv/bin/python bench/bench_hub.py [--students 30] [--workers 8]
+    sudo .venv/bin/python bench/bench_hub.py [--students 30] [--workers 8] [--batch 100]
 
 Brings the hub up (``python -m coursekit hub up --load-students N --port 0``: the demo roster plus ck-load01..N),
 releases the homework through the formgrader's API as the instructor, starts every load student's server through the
 hub's REST API (timed, before the load window), then, all at once with ``--workers`` in flight: each student fetches
-and submits through their own server (nbgrader's assignment-list API, what JupyterLab's Assignments tab calls; it runs
+and submits a full solution through their own server (nbgrader's assignment-list API, what JupyterLab's Assignments tab calls; it runs
 nbgrader as that Unix account). A probe asks the hub's API (``GET /hub/api/``) every 100 ms from the first server's
 start to the end of collection; its median and worst response times are reported per phase, not asserted. Then the instructor collects, and every submission must be
 collected exactly once, with no error. Everything runs on 127.0.0.1 and is bounded (count, workers, time);
 ``hub down`` removes the accounts and folders at the end, also on failure.
+
+Grading on submit (issue 35), measured, not asserted: the students' submissions above are graded by the hub's worker
+as they arrive (the instructor's collect only finds them collected); for each, the time from its *Submit* to the
+feedback offered in that student's Assignments tab (``has_exchange_feedback`` in nbgrader's assignment-list API, what
+the tab shows as *Fetch Feedback*): p50, p90, max and the gradings per minute (targets: p90 ≤ 60 s). Then ``--batch``
+copies of the release notebook are queued as the instructor's batch (``grade --queue``), and one more student submits
+alone while it runs: their submit → feedback (target ≤ 30 s: the watcher's jobs go before a batch's).
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--workers", type=int, default=8, help="fetch+submit requests in flight at once")
     parser.add_argument("--window", type=float, default=60.0, help="the time the fetch and submit must fit in (s)")
+    parser.add_argument("--batch", type=int, default=100, help="the instructor's batch one student submits during")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_hub creates Unix accounts: run it as root")
@@ -49,7 +58,7 @@ def main() -> int:
     if processes.alive(state.pid):
         raise SystemExit(f"a hub is already running ({state.url}): sudo make hub-down first")
     started = time.monotonic()
-    for cmd in (["install"], ["up", "--load-students", str(args.students), "--port", "0"]):
+    for cmd in (["install"], ["up", "--load-students", str(args.students + 1), "--port", "0"]):
         python = HUB_PY if cmd[0] != "install" else Path(hosting.SYSTEM_PYTHON)
         subprocess.run([str(python), "-m", "coursekit", "hub", *cmd], cwd=ROOT, env=env, check=True,
                        capture_output=True, text=True)
@@ -77,9 +86,16 @@ def main() -> int:
         for s in students:
             hub.token(s)
 
-        def one(student):
+        submit_at: dict[str, float] = {}
+
+        from test_hub import HW
+        from coursekit.planting import Submission
+
+        def one(student):  # a full solution: the grading a real submission costs (its training cells run)
             fetched = hub.assignments(student, "fetch")
+            hub.put_notebook(student, f"{A}/{A}.ipynb", Submission(student, "full", solved="all").notebook(HW))
             submitted = hub.assignments(student, "submit")
+            submit_at[student] = time.monotonic()
             ok = fetched[0] == 200 and fetched[1].get("success") and submitted[0] == 200 and submitted[1].get("success")
             return student, bool(ok), (fetched, submitted) if not ok else None
 
@@ -109,10 +125,85 @@ def main() -> int:
             if times:
                 print(f"  while {name:<8} {len(times):4d} requests: median {statistics.median(times) * 1000:4.0f} ms, "
                       f"worst {times[-1] * 1000:4.0f} ms")
+        feedback_at = wait_for_feedback(hub, students, timeout=900)
+        report("submit → feedback, 30 students submitting at once" if args.students == 30 else
+               f"submit → feedback, {args.students} students submitting at once", submit_at, feedback_at, 60)
+        alone = alone_during_batch(hub, f"ck-load{args.students + 1:02d}", args.batch)
         ok = not failed and all(c == 1 for c in counts.values()) and load_s <= args.window
-        return 0 if ok else 1
+        return 0 if ok and alone is not None else 1
     finally:
         subprocess.run([str(HUB_PY), "-m", "coursekit", "hub", "down"], cwd=ROOT, env=env, capture_output=True)
+
+
+def wait_for_feedback(hub, students: list[str], timeout: float) -> dict[str, float]:
+    """{student: when their Assignments tab first offered feedback}, asking each student's server every second."""
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < len(students) and time.monotonic() < deadline:
+        for student in [s for s in students if s not in seen]:
+            status, listing = hub.assignments(student, "list")
+            if status == 200 and any(sub.get("has_exchange_feedback") for a in listing.get("value", [])
+                                     if a.get("assignment_id") == A and a.get("status") == "submitted"
+                                     for sub in a.get("submissions", [])):
+                seen[student] = time.monotonic()
+        time.sleep(1)
+    return seen
+
+
+def report(title: str, submit_at: dict, feedback_at: dict, target: float) -> None:
+    waits = sorted(feedback_at[s] - submit_at[s] for s in feedback_at if s in submit_at)
+    missing = sorted(set(submit_at) - set(feedback_at))
+    if not waits:
+        print(f"{title}: no feedback at all (missing: {missing})")
+        return
+    p90 = waits[min(len(waits) - 1, int(round(0.9 * len(waits))) - 1)]
+    span = max(feedback_at.values()) - min(submit_at.values())
+    print(f"{title}: p50 {statistics.median(waits):.0f} s, p90 {p90:.0f} s, max {waits[-1]:.0f} s "
+          f"(target p90 ≤ {target:.0f} s: {'within' if p90 <= target else 'OVER'}); {len(waits)} graded in {span:.0f} s "
+          f"= {len(waits) / span * 60:.1f} per minute" + (f"; no feedback for {missing}" if missing else ""))
+
+
+def alone_during_batch(hub, student: str, batch: int) -> float | None:
+    """Queue ``batch`` copies of the release notebook as the instructor's batch, then ``student`` submits: their
+    submit → feedback (None if it never came)."""
+    from test_hub import as_user
+
+    course = hosting.Paths().course
+    made = as_user(hosting.GRADER, f"""
+import shutil, pathlib
+course = pathlib.Path({str(course)!r})
+release = course / "release" / {A!r} / "{A}.ipynb"
+for i in range({batch}):
+    folder = course / "submitted" / f"bench{{i:03d}}" / {A!r}
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(release, folder / "{A}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
+print("made")
+""", timeout=300)
+    assert "made" in made.stdout, made.stderr
+    queued = subprocess.run(["runuser", "-u", hosting.GRADER, "--", "env", f"HOME=/home/{hosting.GRADER}",
+                             str(hosting.Paths().venv / "bin" / "python"), "-m", "coursekit", "grade", A, "--queue",
+                             *[f"--student=bench{i:03d}" for i in range(batch)]], cwd=course,
+                            capture_output=True, text=True, timeout=600)
+    assert queued.returncode == 0, queued.stdout[-2000:] + queued.stderr[-2000:]
+    time.sleep(10)  # the worker is inside the batch
+    hub.start_servers([student], timeout=600)
+    assert hub.assignments(student, "fetch")[0] == 200
+    from test_hub import HW
+    from coursekit.planting import Submission
+
+    hub.put_notebook(student, f"{A}/{A}.ipynb", Submission(student, "full", solved="all").notebook(HW))
+    status, out = hub.assignments(student, "submit")
+    assert status == 200 and out.get("success"), out
+    at = time.monotonic()
+    seen = wait_for_feedback(hub, [student], timeout=600)
+    if student not in seen:
+        print(f"alone during a batch of {batch}: no feedback within 600 s")
+        return None
+    wait = seen[student] - at
+    print(f"alone during a batch of {batch}: submit → feedback {wait:.0f} s (target ≤ 30 s: "
+          f"{'within' if wait <= 30 else 'OVER'})")
+    return wait
 
 
 if __name__ == "__main__":

@@ -563,7 +563,7 @@ def test_lti_launches_that_fail_a_check_are_refused_and_create_nothing(hub):
     for i, (what, change) in enumerate(cases.items()):
         sub = f"platform-intruder-{i}"
         answer, session, _ = lti_launch(hub.platform.launch(sub, [LEARNER], **{"assignment": A, **change}))
-        answers[what] = (answer.status_code, answer.text[-300:])
+        answers[what] = (answer.status_code, answer.text)
         assert answer.status_code in (400, 401, 403), (what, answer.status_code, answer.text[:500])
         assert not accounts.exists_user(lti.account_for_sub(hub.platform.url, sub)), what
         assert "jupyterhub-hub-login" not in session.cookies, what
