@@ -205,18 +205,35 @@ def post_scores(folder: Path, assignment: str, scores: list[Score], log=print, d
     out: dict[str, str] = {}
     if not scores:
         return out
+
+    def kept(reason: str, which: list[Score]) -> dict[str, str]:
+        _keep(folder, assignment, which, reason)
+        log(f"LTI grades: {assignment}: nothing posted: {reason}")
+        return {s.student: f"kept: {reason}" for s in which}
+
     try:
         platform = platform or Endpoints(folder)
+    except Exception as error:  # noqa: BLE001 - every score is kept, with why
+        return kept(str(error) if isinstance(error, CourseKitError) else f"{type(error).__name__}: {error}", scores)
+    # A roster account signing in with its password has no platform user: nothing to send, nothing to keep.
+    on_platform = []
+    for score in scores:
+        if platform.user_of(score.student):
+            on_platform.append(score)
+            continue
+        out[score.student] = f"skipped: {score.student} never launched from the platform (no platform user id)"
+        if not dry_run:
+            with _outbox(folder) as box:
+                box.pop(f"{assignment}/{score.student}", None)
+    scores = on_platform
+    if not scores:
+        return out
+    try:
         lineitem = platform.lineitem(assignment, max(s.maximum for s in scores), create=not dry_run)
     except Exception as error:  # noqa: BLE001 - every score is kept, with why
         reason = f"{type(error).__name__}: {error}" if not isinstance(error, (Refused, CourseKitError)) else str(error)
-        _keep(folder, assignment, scores, reason)
-        log(f"LTI grades: {assignment}: nothing posted: {reason}")
-        return {s.student: f"kept: {reason}" for s in scores}
+        return {**out, **kept(reason, scores)}
     for score in scores:
-        if dry_run and not platform.user_of(score.student):
-            out[score.student] = f"skipped: {score.student} never launched from the platform (no platform user id)"
-            continue
         if dry_run:
             out[score.student] = (f"would post {score.given:g}/{score.maximum:g} ({score.progress}) to "
                                   f"{lineitem or 'a new line item for ' + assignment}")

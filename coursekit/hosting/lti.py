@@ -315,14 +315,16 @@ SAFE_NEXT = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 def next_url(launch: Launch, account: str, course: str, fetched: bool) -> str:
     """Where the launch lands: the assignment's notebook for a student who has it, its submissions in the
-    formgrader for the instructor, JupyterLab otherwise."""
+    formgrader for the instructor, JupyterLab otherwise (a student's server started first, by the hub's spawn page:
+    JupyterHub does not start one for a plain link)."""
+    from urllib.parse import quote
+
     a = launch.assignment
-    if a and SAFE_NEXT.match(a):
-        if launch.role == "instructor":
-            return f"/services/{course}/formgrader/manage_submissions/{a}"
-        if fetched:
-            return f"/user/{account}/lab/tree/{a}/{a}.ipynb"
-    return f"/user/{account}/lab" if launch.role == "student" else f"/services/{course}/formgrader"
+    if launch.role == "instructor":
+        return f"/services/{course}/formgrader/manage_submissions/{a}" if a and SAFE_NEXT.match(a) \
+            else f"/services/{course}/formgrader"
+    lab = f"/user/{account}/lab" + (f"/tree/{a}/{a}.ipynb" if a and SAFE_NEXT.match(a) and fetched else "")
+    return f"/hub/spawn/{account}?next={quote(lab, safe='')}"
 
 
 # ------------------------------------------------------------------------------------------------ setup (root)

@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import pwd
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -31,6 +32,11 @@ from traitlets import Dict, List, Unicode
 
 from . import GRADER, STUDENTS_GROUP, Paths
 from .lti import Launch, LaunchRefused, Platform, Registry, ToolKey, account_for_sub, next_url, roster_match
+
+
+def _runuser() -> str:
+    """runuser by the hub's own PATH (the command's environment is the account's, without /usr/sbin)."""
+    return shutil.which("runuser") or "/usr/sbin/runuser"
 
 
 class JWKSHandler(BaseHandler):
@@ -151,7 +157,7 @@ class CourseAuthenticator(LTI13Authenticator):
         return {"PATH": f"{self.venv}/bin:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home}
 
     def _as_grader(self, cmd: list[str]) -> None:
-        proc = subprocess.run(["runuser", "-u", GRADER, "--", *cmd], cwd=self.course_dir, capture_output=True,
+        proc = subprocess.run([_runuser(), "-u", GRADER, "--", *cmd], cwd=self.course_dir, capture_output=True,
                               text=True, env=self._env(pwd.getpwnam(GRADER).pw_dir), timeout=120)
         if proc.returncode:
             self.log.error("LTI: %s failed: %s", " ".join(cmd[:4]), proc.stderr[-1000:])
@@ -161,7 +167,7 @@ class CourseAuthenticator(LTI13Authenticator):
         home = pwd.getpwnam(account).pw_dir
         if os.path.isdir(os.path.join(home, assignment)):
             return True
-        proc = subprocess.run(["runuser", "-u", account, "--", f"{self.venv}/bin/nbgrader", "fetch_assignment",
+        proc = subprocess.run([_runuser(), "-u", account, "--", f"{self.venv}/bin/nbgrader", "fetch_assignment",
                                assignment, "--course", self.course], cwd=home, capture_output=True, text=True,
                               env=self._env(home), timeout=120)
         if proc.returncode:

@@ -59,8 +59,9 @@ UNIT = Path("/etc/systemd/system/coursekit-hub.service")
 
 
 def hub_environment(paths: Paths) -> dict[str, str]:
-    """The hub process's whole environment (in the foreground and in the systemd unit alike)."""
-    return {"PATH": f"{paths.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+    """The hub process's whole environment (in the foreground and in the systemd unit alike). Root's PATH: an LTI
+    launch makes a student's account (useradd, in /usr/sbin); users' servers and services get their own PATH."""
+    return {"PATH": f"{paths.venv / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
             "COURSEKIT_HUB_ETC": str(paths.etc), "COURSEKIT_HUB_STATE": str(paths.state)}
 
 

@@ -12,6 +12,7 @@ Marked ``hub``: needs root, bubblewrap, cgroup v1, Chromium and npm (CI runs it;
 from __future__ import annotations
 
 import grp
+import html
 import json
 import os
 import pwd
@@ -477,14 +478,27 @@ def test_lti_a_learner_launches_into_the_assignment_submits_and_gets_feedback_an
     their account, fetches the assignment and opens it in JupyterLab; they submit in the Assignments tab; grading on
     submit releases their feedback, which the tab offers and fetches, and the platform receives the autograded score,
     pending while the written answers wait for the instructor. Nobody else acts."""
-    from playwright.sync_api import expect, sync_playwright
-
-    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
-
     account = lti.account_for_sub(hub.platform.url, LTI_SUB)
     assert not accounts.exists_user(account)
     url = hub.platform.launch(LTI_SUB, [LEARNER], assignment=A, email="Lin@Platform.example", given="Lin",
                               family="Ear")
+    # The due date set above has passed (a late submission is never graded on submit): the instructor moves it a day
+    # on for this learner's submission and back afterwards (the late student stays late for the tests below).
+    before = hub.formgrader("GET", f"assignment/{A}")
+    later = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 86400))
+    hub.formgrader("PUT", f"assignment/{A}", data={"duedate_notimezone": later, "duedate_timezone": "+0000"})
+    try:
+        _lti_learner_submits(hub, tmp_path, account, url)
+    finally:
+        hub.formgrader("PUT", f"assignment/{A}", data={k: before[k] for k in ("duedate_notimezone", "duedate_timezone")})
+    hub.results["lti_account"] = account
+
+
+def _lti_learner_submits(hub, tmp_path, account, url):
+    from playwright.sync_api import expect, sync_playwright
+
+    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+
     with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
         page = context.new_page()
         page.set_default_timeout(UI_TIMEOUT_MS)
@@ -534,7 +548,6 @@ def test_lti_a_learner_launches_into_the_assignment_submits_and_gets_feedback_an
     assert (score["gradingProgress"], score["activityProgress"]) == ("PendingManual", "Submitted"), score
     student = grader_query(f"s = gb.find_student({account!r})\nout = [s.first_name, s.last_name, s.email]")
     assert student == ["Lin", "Ear", "lin@platform.example"]
-    hub.results["lti_account"] = account
 
 
 def test_lti_an_instructor_or_a_ta_launches_into_the_formgrader(hub):
@@ -563,7 +576,7 @@ def test_lti_launches_that_fail_a_check_are_refused_and_create_nothing(hub):
     for i, (what, change) in enumerate(cases.items()):
         sub = f"platform-intruder-{i}"
         answer, session, _ = lti_launch(hub.platform.launch(sub, [LEARNER], **{"assignment": A, **change}))
-        answers[what] = (answer.status_code, answer.text)
+        answers[what] = (answer.status_code, html.unescape(answer.text))  # the page escapes the reason's quotes
         assert answer.status_code in (400, 401, 403), (what, answer.status_code, answer.text[:500])
         assert not accounts.exists_user(lti.account_for_sub(hub.platform.url, sub)), what
         assert "jupyterhub-hub-login" not in session.cookies, what

@@ -129,8 +129,9 @@ def test_the_registry_remembers_users_and_refuses_a_nonce_twice(tmp_path):
 def test_a_launch_lands_on_its_assignment_or_the_formgrader():
     platform = Platform.from_dict(GOOD)
     student = Launch.check(token(), platform, ["transformers"])
-    assert next_url(student, "ck-ada", "T101", fetched=True) == "/user/ck-ada/lab/tree/transformers/transformers.ipynb"
-    assert next_url(student, "ck-ada", "T101", fetched=False) == "/user/ck-ada/lab"
+    assert next_url(student, "ck-ada", "T101", fetched=True) == \
+        "/hub/spawn/ck-ada?next=%2Fuser%2Fck-ada%2Flab%2Ftree%2Ftransformers%2Ftransformers.ipynb"
+    assert next_url(student, "ck-ada", "T101", fetched=False) == "/hub/spawn/ck-ada?next=%2Fuser%2Fck-ada%2Flab"
     staff = Launch.check(token(**{ROLES_CLAIM: [INSTRUCTOR]}), platform, ["transformers"])
     assert next_url(staff, "ck-instructor", "T101", True) == "/services/T101/formgrader/manage_submissions/transformers"
 
