@@ -16,6 +16,7 @@ COMMANDS = {
     "preview": ("coursekit.commands.preview", "serve the built site on http://127.0.0.1:8000/ with gzip, as a static host does"),
     "library": ("coursekit.commands.library", "regenerate book/course_lib.py from the chapters' `# @save` cells"),
     "book": ("coursekit.commands.book", "print the book's execution time limit or its chapters (for the Makefile)"),
+    "insights": ("coursekit.commands.insights", "what the class got wrong: item analysis of an assignment (HTML, CSV, JSON)"),
     "lti": ("coursekit.commands.lti", "grades back to the learning platform (LTI AGS): post an assignment, status"),
     "hub": ("coursekit.commands.hub", "as root: the course hosted on JupyterHub with real accounts (up, down, status)"),
 }

@@ -128,6 +128,8 @@ def role_configs(paths: Paths) -> None:
             f"nbgrader.server_extensions.{ext}": ext in wanted or (ext == "validate_assignment" and role != "student")
             for ext in SERVER_EXTENSIONS}}}
         if role == "grader":
+            # Item analysis next to the formgrader (coursekit/insights/server.py): the grading service only.
+            server["ServerApp"]["jpserver_extensions"]["coursekit.insights.server"] = True
             # The formgrader runs in a JupyterLab tab (an iframe of the same service). JupyterHub >= 4.1 forbids
             # every frame by default (nbgrader #1870); the grading service alone allows frames from its own origin.
             server["ServerApp"]["tornado_settings"] = {

@@ -37,7 +37,7 @@ def catalog_run(tmp_path_factory):
     proc = run([sys.executable, "-m", "coursekit", "grade", *CATALOGUED, "--no-progress", "--force"],
                cwd=course.root, check=False, timeout=3600)
     seconds = time.perf_counter() - start
-    out = {"proc": proc, "scores": {}, "rows": {}}
+    out = {"proc": proc, "scores": {}, "rows": {}, "course": course, "graded_as": graded_as}
     for name in CATALOGUED:
         hw = course.assignment(name)
         out["scores"][name] = report.cell_scores(hw, [s.student for s in submissions[name]])
@@ -133,3 +133,42 @@ def test_book_page_includes_every_table():
             assert f"{{include}} _generated/{name}/hostile.md" in page, name
     pages = book.pages(ROOT)
     assert pages.index("book/instructors") < pages.index("book/grading_report")
+
+
+def test_item_analysis_names_each_planted_mistakes_tests_with_the_checkers_reasons(catalog_run, tmp_path):
+    """``python -m coursekit insights`` on the graded catalogue: every wrong answer's graded submission is listed under
+    each test it lost, in the group of the reason the checker recorded in its autograded notebook (read here with
+    nbformat, apart from the report's own reading); correct alternatives are listed under no test."""
+    import json
+
+    import nbformat
+
+    from coursekit.insights import analysis
+
+    course = catalog_run["course"]
+    for name, rows in catalog_run["rows"].items():
+        out = run([sys.executable, "-m", "coursekit", "insights", name, "--root", str(course.root), "--out",
+                   str(tmp_path / name)], cwd=ROOT, check=False, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        items = {i["grade_id"]: i for i in json.loads((tmp_path / name / "report.json").read_text())["items"]}
+        hw = course.assignment(name)
+        graded_as = catalog_run["graded_as"][name]
+        checked = 0
+        for row in rows:
+            student = graded_as.get(row["student"], row["student"])
+            groups = {c: [g for g in items[c].get("failures", {}).get("groups", []) if student in g["students"]]
+                      for c in hw.autograded_cells}
+            if row["kind"] == "right":
+                assert not any(groups.values()), (name, row["student"], groups)
+                continue
+            nb = nbformat.read(str(course.path("autograded", student, name) / hw.notebook_name), as_version=4)
+            recorded = {c.metadata["nbgrader"]["grade_id"]: c.metadata["coursekit"]["check"] for c in nb.cells
+                        if "check" in c.metadata.get("coursekit", {})}
+            for cell in row["lost"]:
+                (group,) = groups[cell]
+                check = recorded[cell]
+                assert not check["passed"], (name, row["student"], cell)
+                assert group["reason"] == analysis.reason(check["ename"], check["message"]), (name, cell, group)
+                checked += 1
+        assert checked >= len([r for r in rows if r["kind"] == "wrong"]), name
+        print(f"{name}: {checked} planted failures found under their tests with the checker's reasons")

@@ -104,6 +104,7 @@ def test_role_configs_give_each_session_its_extensions(tmp_path):
         enabled = {name.rsplit(".", 1)[1] for name, on in server["jpserver_extensions"].items() if on}
         assert wanted & set(hosting.SERVER_EXTENSIONS) <= enabled, role  # create_assignment is a lab plugin only
         assert "formgrader" not in enabled or role == "grader", "only the grading service runs the formgrader"
+        assert server["jpserver_extensions"].get("coursekit.insights.server", False) == (role == "grader"), role
         assert ("validate_assignment" in enabled) == (role != "student")
         disabled = json.loads((roles / role / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
         assert all(disabled.get(f"@jupyter/nbgrader:{hosting.LAB_PLUGINS[ext]}") is not True for ext in wanted), role

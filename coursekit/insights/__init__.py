@@ -1,0 +1,45 @@
+"""Item analysis: what the class got wrong, from the gradebook and the checker's verdicts (never a re-run).
+
+``data`` reads (the gradebook, the autograded notebooks' ``coursekit.check`` records, a graders' allocation),
+``stats`` holds the statistics (Wilson and Fisher intervals, corrected item–total correlation, Welch), ``analysis``
+turns a cohort into the report's numbers (a dict: the JSON export), ``render`` draws the page (inline SVG, no script)
+and the CSV. ``python -m coursekit insights ASSIGNMENT`` writes them; the hosted course's grading service serves the
+same page at ``/services/<course>/insights/`` (``server``), to the instructor and graders only.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import analysis, data, render
+
+
+def formgrader_link(base: str):
+    """The formgrader's page of a submitted notebook: ``<base>/submission/<submitted notebook id>``."""
+    base = base.rstrip("/")
+
+    def link(cohort, student: str, notebook: str) -> str:
+        nb_id = cohort.notebook_ids.get(student, {}).get(notebook)
+        return f"{base}/submission/{nb_id}" if nb_id else ""
+    return link
+
+
+def report(course, assignment: str, formgrader: str = "/formgrader", graders: Path | None = None,
+           anonymise: bool = False) -> dict:
+    cohort = data.load(course, assignment, graders)
+    out = analysis.analyse(cohort, formgrader_link(formgrader))
+    return analysis.anonymised(out) if anonymise else out
+
+
+def write(report_: dict, folder: Path) -> list[Path]:
+    """``report.html``, ``items.csv`` and ``report.json`` in ``folder`` (written whole, then renamed into place)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (("report.html", render.page(report_)), ("items.csv", render.items_csv(report_)),
+                       ("report.json", json.dumps(report_, indent=1, default=str))):
+        path = folder / name
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written
