@@ -3,7 +3,8 @@
 Writes ``insights/<assignment>/report.html`` (self-contained: open it in any browser, offline), ``items.csv`` (one
 row per graded cell) and ``report.json`` (everything) in the course folder, from the gradebook and the checker's
 verdicts in ``autograded/``: nothing is graded again. ``--anonymise`` writes the copy to share (no student ids, graders
-as letters) into ``insights/<assignment>/shared/``; ``--graders FILE`` (rows ``student,grader``) compares graders;
+as letters) into ``insights/<assignment>/shared/``; ``--graders FILE`` (rows ``student,grader``; default
+``insights/graders.csv`` when the course has one, as the hosted course's page does) compares graders;
 ``--formgrader URL`` is where example submissions link to (default: a local formgrader,
 http://localhost:8888/formgrader). Run it again after more grading: it re-reads only new autograded notebooks.
 """

@@ -13,19 +13,23 @@ from pathlib import Path
 
 from . import analysis, data, render
 
+GRADERS = "insights/graders.csv"  # the course's allocation of graders (student,grader), used when none is given
+
 
 def formgrader_link(base: str):
-    """The formgrader's page of a submitted notebook: ``<base>/submission/<submitted notebook id>``."""
+    """The formgrader's page of a submitted notebook: ``<base>/submissions/<submitted notebook id>/``."""
     base = base.rstrip("/")
 
     def link(cohort, student: str, notebook: str) -> str:
         nb_id = cohort.notebook_ids.get(student, {}).get(notebook)
-        return f"{base}/submission/{nb_id}" if nb_id else ""
+        return f"{base}/submissions/{nb_id}/" if nb_id else ""
     return link
 
 
 def report(course, assignment: str, formgrader: str = "/formgrader", graders: Path | None = None,
            anonymise: bool = False) -> dict:
+    if graders is None and (course.root / GRADERS).is_file():
+        graders = course.root / GRADERS
     cohort = data.load(course, assignment, graders)
     out = analysis.analyse(cohort, formgrader_link(formgrader))
     return analysis.anonymised(out) if anonymise else out

@@ -767,6 +767,49 @@ def test_manual_grade_in_the_formgrader_under_the_hubs_csp(hub, tmp_path):
     assert manual == [1.0, False], manual
 
 
+def test_item_analysis_page_for_the_instructor_and_graders_only(hub, tmp_path):
+    """The grading service's item-analysis page (coursekit/insights/server.py), in Chromium as the instructor, under
+    the service's Content-Security-Policy: the graded submissions so far, four described pictures, the checker's
+    failure reasons with example submissions that open in the formgrader, nothing a student wrote run as markup; a
+    student (and the anonymous) is refused; ``shared.json`` has no student id."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+
+    base = f"/services/{hub.course}/insights"
+    for user in (HOSTILE, FULL):
+        status, body, _ = hub.call("GET", f"{base}/{A}/report.json", hub.token(user))
+        assert status in (302, 403, 404) and FULL not in body, (user, status, body[:300])
+    status, body, _ = hub.call("GET", f"{base}/{A}/shared.json", hub.token(hosting.INSTRUCTOR))
+    assert status == 200 and json.loads(body)["anonymised"], body[:300]
+    assert not [s for s in ROSTER if s in body], "the copy to share names no student"
+    status, body, _ = hub.call("GET", f"{base}/{A}/report.json", hub.token(hosting.INSTRUCTOR))
+    report = json.loads(body)
+    assert report["students"]["submitted"] >= 3, report["students"]
+    errors = []
+    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
+        _login(page, hub, hosting.INSTRUCTOR)
+        with awaiting("the item-analysis page → an example submission in the formgrader", lambda: page.url,
+                      page=page, shot=hub.shots / "insights-timeout.png"):
+            page.goto(f"{hub.url}{base}/", wait_until="load")
+            page.get_by_role("link", name=A).click()
+            expect(page.get_by_role("heading", level=1)).to_contain_text("What the class got wrong")
+            expect(page.locator("svg[role=img]")).to_have_count(4)
+            page.screenshot(path=str(hub.shots / "hub-insights.png"), full_page=True)
+            hub.results["insights_xss"] = page.evaluate("() => window.__pwned || null")
+            example = page.locator("a[href*='/formgrader/submissions/']").first
+            expect(example).to_be_visible()
+            example.click()
+            page.wait_for_url(re.compile(r"/formgrader/submissions/"))
+            page.wait_for_load_state("load")
+    _publish(hub, "hub-insights.png")
+    assert hub.results["insights_xss"] is None
+    assert not errors, errors
+
+
 def test_feedback_reaches_each_student_and_nothing_else(hub):
     assert hub.formgrader("POST", f"assignment/{A}/generate_feedback")["success"]
     assert hub.formgrader("POST", f"assignment/{A}/release_feedback")["success"]

@@ -132,8 +132,8 @@ def test_failure_reasons_are_grouped_with_numbers_blanked_and_link_to_examples()
     assert t2["failures"]["failed"] == 2
     (group,) = t2["failures"]["groups"]
     assert group["reason"] == "expected #, got #" and group["count"] == 2 and group["share"] == 1.0
-    assert [e["url"] for e in group["examples"]] == ["/services/c/formgrader/submission/id-bo",
-                                                     "/services/c/formgrader/submission/id-di"]
+    assert [e["url"] for e in group["examples"]] == ["/services/c/formgrader/submissions/id-bo/",
+                                                     "/services/c/formgrader/submissions/id-di/"]
     reasons = {g["reason"]: g["count"] for g in t1["failures"]["groups"]}
     assert reasons == {"NotRun: not run: the kernel died in an earlier cell (cell ##)": 1,
                        "the checker passed it; the score was changed by hand": 1}
@@ -177,10 +177,10 @@ def test_the_export_to_share_has_no_student_id():
                             formgrader_link("/fg"))
     shared = analysis.anonymised(full)
     text = json.dumps(shared) + render.page(shared) + render.items_csv(shared)
-    for secret in [*ids.values(), "u9x9q", "kimz7", "/fg/submission"]:
+    for secret in [*ids.values(), "u9x9q", "kimz7", "/fg/submissions/"]:
         assert secret not in text, secret
     assert shared["students"]["absent"] == 1 and shared["graders"]["rows"][0]["grader"] == "grader A"
-    assert ids["bo"] in json.dumps(full) and "/fg/submission" in render.page(full)  # the instructor's copy keeps them
+    assert ids["bo"] in json.dumps(full) and "/fg/submissions/" in render.page(full)  # the instructor's copy keeps them
 
 
 def test_the_page_is_self_contained_and_accessible():
@@ -279,7 +279,9 @@ def test_the_command_writes_the_page_the_numbers_and_the_copy_to_share(tmp_path)
     assert "square_test: 2 of 3 lost points; most often (2): square(#) should be #, got #" in out.stdout
     assert {p.name for p in folder.iterdir()} >= {"report.html", "items.csv", "report.json", "shared"}
     assert "s2" not in (folder / "shared" / "report.json").read_text()
-    assert "http://localhost:8888/formgrader/submission/" in (folder / "report.html").read_text()
+    assert "http://localhost:8888/formgrader/submissions/" in (folder / "report.html").read_text()
+    (course.root / "insights" / "graders.csv").write_text("s1,kim\ns3,lee\n")  # the course's allocation, no option
+    assert [r["grader"] for r in report(course, NAME)["graders"]["rows"]] == ["kim", "lee"]
     wrong = subprocess.run([sys.executable, "-m", "coursekit", "insights", "nope", "--root", str(course.root)],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert wrong.returncode == 1 and "no assignment 'nope'" in wrong.stderr
