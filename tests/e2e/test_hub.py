@@ -923,9 +923,13 @@ def test_a_restarted_hub_loses_no_submission_feedback_or_grade(hub):
                     and j["state"] == "done"]
             time.sleep(2)
         assert done, [j for j in queue_status()["jobs"] if j["student"] == PARTIAL]
+        hub.results["restart_graded_s"] = time.monotonic() - started
+        print(f"\nrestart: the hub up again in {hub.results['restart_s']:.0f} s, the submission graded "
+              f"{hub.results['restart_graded_s']:.0f} s after the restart began; its job: {done[-1]}")
         score = grader_query(f"n = gb.find_submission_notebook({A!r}, {A!r}, {PARTIAL!r})\n"
                              "out = sum(g.auto_score or 0 for g in n.grades if g.auto_score is not None)")
         assert score == pytest.approx(sum(HW.autograded_cells.values())), score  # the new, full solution
+        hub.start_servers([PARTIAL])  # the student signs in again (a hub stops its users' servers when it stops)
         deadline, offered = time.monotonic() + 120, False
         while time.monotonic() < deadline and not offered:
             status, listing = hub.assignments(PARTIAL, "list")
