@@ -63,6 +63,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-insights-") as tmp:
         root = copy_course(Path(tmp) / "course")
+        sh([Path(sys.executable).parent / "nbgrader", "generate_assignment", A, "--force"], cwd=root)
         sh([sys.executable, "-m", "coursekit", "cohort", A], cwd=root)
         seconds, _ = sh([sys.executable, "-m", "coursekit", "grade", A, "--no-progress", "--force"], cwd=root)
         print(f"demo cohort graded in {seconds:.0f} s")

@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     course = load_course(args)
     hw = course.assignment(args.assignment)
     folder = args.out or course.root / "insights" / hw.name
-    full = insights.report(course, hw.name, args.formgrader, args.graders)
+    full = insights.report(course, hw.name, args.formgrader, args.graders,
+                           log=lambda message: print(f"warning: {message}"))
     written = insights.write(full, folder)
     if args.anonymise:
         written += insights.write(insights.analysis.anonymised(full), folder / "shared")

@@ -17,20 +17,28 @@ GRADERS = "insights/graders.csv"  # the course's allocation of graders (student,
 
 
 def formgrader_link(base: str):
-    """The formgrader's page of a submitted notebook: ``<base>/submissions/<submitted notebook id>/``."""
+    """The formgrader's page of a submitted notebook: ``<base>/submissions/<submitted notebook id>/``. ``base`` is an
+    http(s) address or a path on the same site (anything else, e.g. ``javascript:``, is refused)."""
+    from urllib.parse import quote, urlsplit
+
+    from .. import CourseKitError
+
+    scheme = urlsplit(base).scheme
+    if scheme not in ("http", "https") and not (not scheme and base.startswith("/")):
+        raise CourseKitError(f"the formgrader's address {base[:100]!r} is not an http(s) address or a path")
     base = base.rstrip("/")
 
     def link(cohort, student: str, notebook: str) -> str:
         nb_id = cohort.notebook_ids.get(student, {}).get(notebook)
-        return f"{base}/submissions/{nb_id}/" if nb_id else ""
+        return f"{base}/submissions/{quote(str(nb_id), safe='')}/" if nb_id else ""
     return link
 
 
 def report(course, assignment: str, formgrader: str = "/formgrader", graders: Path | None = None,
-           anonymise: bool = False) -> dict:
+           anonymise: bool = False, log=None) -> dict:
     if graders is None and (course.root / GRADERS).is_file():
         graders = course.root / GRADERS
-    cohort = data.load(course, assignment, graders)
+    cohort = data.load(course, assignment, graders, log=log)
     out = analysis.analyse(cohort, formgrader_link(formgrader))
     return analysis.anonymised(out) if anonymise else out
 

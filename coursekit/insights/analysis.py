@@ -16,18 +16,29 @@ from .data import Cohort
 
 HEAT_COLUMNS = 120   # past this many students, the heat map's columns are groups of neighbours in rank
 EXAMPLES = 3         # submissions linked per failure reason
-NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?")
+# A number is a whole token (not the 12 of layer12 or the 64 of float64); a memory address is blanked whole.
+NUMBER = re.compile(r"(?<![\w.])[-+]?(\d[\d_]*\.\d*|\.\d+|\d[\d_]*)([eE][-+]?\d+)?(?![\w.])")
+ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+NAMED = ("NotRun", "TimeoutError", "BridgeError")
 
 
-def reason(ename: str, message: str) -> str:
+def reason(ename: str, message: str, line: int | None = None) -> str:
     """The group a failure falls in: the message's first line with its numbers blanked (two students off by different
-    amounts made the same mistake), or the error's name when the message says nothing."""
-    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
-    line = NUMBER.sub("#", line)
-    line = re.sub(r"\s+", " ", line)[:200]
-    if not line:
-        return ename or "failed (no message)"
-    return f"{ename}: {line}" if ename in ("NotRun", "TimeoutError", "BridgeError") else line
+    amounts made the same mistake), after the error's name unless it is a failed assertion (its message names the
+    mistake) and the test's failing line when the checker recorded it (two assertions with the same library message
+    are two mistakes); the error's name alone when the message says nothing."""
+    text = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    text = NUMBER.sub("#", ADDRESS.sub("0x#", text))
+    text = re.sub(r"\s+", " ", text)[:200]
+    where = f"line {line}: " if line else ""
+    if not text:
+        return where + (ename or "failed (no message)")
+    return where + (text if ename in ("", "AssertionError") else f"{ename}: {text}")
+
+
+def student_reason(student: str, ename: str, message: str, line: int | None = None) -> str:
+    """``reason`` of one student's failure, their own id blanked (a path of theirs would make a group of one)."""
+    return reason(ename, re.sub(rf"(?<!\w){re.escape(student)}(?!\w)", "‹student›", message), line)
 
 
 def _credit(score: float, max_score: float) -> str:
@@ -40,11 +51,11 @@ def _credit(score: float, max_score: float) -> str:
 
 def item_stats(cohort: Cohort, link) -> list[dict]:
     students = cohort.students
+    complete = [s for s in students if not cohort.pending[s]]  # nothing waits for a grader: a total to compare with
     out = []
     for item in cohort.items:
         graded = [s for s in students if item.grade_id not in cohort.pending[s]]
         scores = [cohort.scores[s].get(item.grade_id, 0.0) for s in graded]
-        item_totals = [cohort.total(s) for s in graded]
         credit = Counter(_credit(x, item.max_score) for x in scores)
         n = len(graded)
         row = {"grade_id": item.grade_id, "notebook": item.notebook, "kind": item.kind, "max_score": item.max_score,
@@ -52,29 +63,38 @@ def item_stats(cohort: Cohort, link) -> list[dict]:
                "full": credit["full"], "partial": credit["partial"], "none": credit["none"],
                "full_share": credit["full"] / n if n else None, "full_ci": stats.wilson(credit["full"], n),
                "difficulty": (sum(scores) / (n * item.max_score)) if n and item.max_score > 0 else None}
-        r = stats.item_total(scores, item_totals) if n else None
-        row["discrimination"] = r
-        row["discrimination_ci"] = stats.fisher_interval(r, n) if r is not None else None
-        if n < 2:
-            row["note"] = "one student: nothing to compare" if n == 1 else "no graded submissions yet"
+        # Discrimination against the rest of the points, on the students whose every answer is graded (a written
+        # answer waiting for a grader would count as 0 in the rest of the total)
+        pairs = [(cohort.scores[s].get(item.grade_id, 0.0), cohort.base_total(s)) for s in complete]
+        m = len(pairs)
+        r = stats.item_total([a for a, _ in pairs], [b for _, b in pairs]) if m else None
+        row["discrimination"], row["discrimination_n"] = r, m
+        row["discrimination_ci"] = stats.fisher_interval(r, m) if r is not None else None
+        notes = []
+        if m < 2:
+            notes.append("one fully graded student: nothing to compare" if m == 1 else
+                         "no fully graded submission yet" if students else "no graded submissions yet")
         elif r is None:
-            row["note"] = ("every student scored the same here: it cannot tell students apart"
-                           if len(set(scores)) == 1 else "the rest of the assignment did not vary: no correlation")
-        elif n < stats.SMALL_COHORT:
-            row["note"] = f"only {n} students: the interval is too wide to rank tests by"
-        else:
-            row["note"] = ""
+            notes.append("every student scored the same here: it cannot tell students apart"
+                         if len({a for a, _ in pairs}) == 1 else "the rest of the assignment did not vary: no correlation")
+        elif abs(r) >= 1:
+            notes.append("a perfect correlation on so few students says nothing")
+        elif m < stats.SMALL_COHORT:
+            notes.append(f"only {m} students: the interval is too wide to rank tests by")
+        if m < len(students) and students:
+            notes.append(f"discrimination on the {m} of {len(students)} students with every answer graded")
+        row["note"] = "; ".join(notes)
         if item.kind == "test":
-            row["failures"] = failure_groups(cohort, item, link)
+            row["failures"] = failure_groups(cohort, item, link, graded)
         out.append(row)
     return out
 
 
-def failure_groups(cohort: Cohort, item, link) -> dict:
-    """The reasons the checker gave for the students who lost points on this test, most common first."""
+def failure_groups(cohort: Cohort, item, link, graded: list[str]) -> dict:
+    """The reasons the checker gave for the ``graded`` students who lost points on this test, most common first."""
     groups: dict[str, list[str]] = {}
     failed = 0
-    for s in cohort.students:
+    for s in graded:
         if cohort.scores[s].get(item.grade_id, 0.0) >= item.max_score - 1e-9:
             continue
         failed += 1
@@ -84,7 +104,7 @@ def failure_groups(cohort: Cohort, item, link) -> dict:
         elif verdict.passed:
             key = "the checker passed it; the score was changed by hand"
         else:
-            key = reason(verdict.ename, verdict.message)
+            key = student_reason(s, verdict.ename, verdict.message, verdict.line)
         groups.setdefault(key, []).append(s)
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return {"failed": failed, "groups": [
@@ -100,6 +120,7 @@ def totals_summary(cohort: Cohort, bins: int = 20) -> dict:
             "min": values[0] if values else None, "max": values[-1] if values else None,
             "q1": stats.quantile(values, 0.25), "median": stats.quantile(values, 0.5),
             "q3": stats.quantile(values, 0.75), "bins": bins,
+            "above_max": sum(1 for v in values if v > top + 1e-9),  # extra credit
             "histogram": stats.histogram(values, 0.0, top, bins) if values else [0] * bins}
 
 
@@ -141,14 +162,14 @@ def graders(cohort: Cohort) -> dict:
     if not cohort.graders:
         return {"rows": [], "note": "nbgrader records no grader per grade: give the course's allocation "
                                     "(--graders FILE, rows 'student,grader') to compare graders"}
+    # One value per student (the mean share of their written answers' points): a student's answers are not
+    # independent of each other, and the interval rests on the students a grader marked.
     share: dict[str, list[float]] = {}
     for s in cohort.students:
         grader = cohort.graders.get(s)
-        if grader is None:
-            continue
-        for name, score in cohort.manual[s].items():
-            if name in written:
-                share.setdefault(grader, []).append(score / written[name])
+        mine = [score / written[name] for name, score in cohort.manual[s].items() if name in written]
+        if grader is not None and mine:
+            share.setdefault(grader, []).append(sum(mine) / len(mine))
     rows = []
     for grader, mine in sorted(share.items()):
         others = [x for g, xs in share.items() if g != grader for x in xs]
@@ -157,7 +178,9 @@ def graders(cohort: Cohort) -> dict:
                      "difference": stats.welch(mine, others)})
     unallocated = sorted(s for s in cohort.students if s not in cohort.graders)
     return {"rows": rows, "unallocated": len(unallocated),
-            "note": "" if rows else "no written answer has a score from a person yet"}
+            "note": "Per student: the mean share of the written answers' points a grader gave. An allocation that is "
+                    "not random (by section, by name) mixes a grader's severity with their students' work."
+            if rows else "no written answer has a score from a person yet"}
 
 
 def analyse(cohort: Cohort, link=None) -> dict:
@@ -166,26 +189,69 @@ def analyse(cohort: Cohort, link=None) -> dict:
     waiting = sum(len(p) for p in cohort.pending.values())
     return {"assignment": cohort.assignment,
             "students": {"submitted": len(cohort.students), "absent": cohort.absent,
-                         "waiting_for_manual": waiting},
+                         "waiting_for_manual": waiting, "unreadable": list(cohort.unreadable)},
             "totals": totals_summary(cohort), "items": item_stats(cohort, link), "heatmap": heatmap(cohort),
             "timeline": timeline(cohort), "graders": graders(cohort)}
 
 
-def anonymised(report: dict) -> dict:
-    """The report for sharing outside the course: no student id anywhere (no examples, no absent list, heat-map
-    columns without names), graders as letters."""
-    import copy
+SHARED_MIN_GROUP = 3   # in the copy to share, a failure reason fewer students gave is counted under "other reasons"
+SHARED_MIN_COLUMN = 5  # and each heat-map column stands for at least this many students
 
+
+def anonymised(report: dict) -> dict:
+    """The report for sharing outside the course: no student id anywhere (no examples, no lists, ids and home or
+    course paths blanked in the reasons), rare reasons merged, heat-map columns of several students, submission times
+    to the hour, graders as letters in an order that says nothing of their names. Idempotent."""
+    import copy
+    import random
+
+    if report.get("anonymised"):
+        return copy.deepcopy(report)
     out = copy.deepcopy(report)
-    out["students"]["absent"] = len(out["students"]["absent"])
+    ids = set(out["students"]["absent"]) | {s for c in out["heatmap"]["columns"] for s in c["students"]}
     for item in out["items"]:
         for group in item.get("failures", {}).get("groups", []):
-            group["examples"], group["students"] = [], []
-    for column in out["heatmap"]["columns"]:
-        column["students"] = len(column["students"])
-    letters = {}
-    for row in out["graders"]["rows"]:
-        row["grader"] = letters.setdefault(row["grader"], f"grader {chr(65 + len(letters) % 26)}"
-                                           + (str(len(letters) // 26) if len(letters) >= 26 else ""))
+            ids |= set(group.get("students", []))
+    ids |= {row["grader"] for row in out["graders"]["rows"]}
+    names = [re.escape(i) for i in sorted(ids, key=len, reverse=True) if i]
+    pattern = re.compile(rf"(?<!\w)(?:{'|'.join(names)})(?!\w)") if names else None
+    paths = re.compile(r"(/home/|/autograded/|/submitted/|/feedback/)[^\s'\"]*")
+
+    def scrub(text: str) -> str:
+        text = paths.sub(r"\1…", text)
+        return pattern.sub("‹student›", text) if pattern else text
+    out["students"]["absent"] = len(out["students"]["absent"])
+    out["students"]["unreadable"] = len(out["students"].get("unreadable", []))
+    for item in out["items"]:
+        failures = item.get("failures")
+        if not failures:
+            continue
+        kept, other = [], 0
+        for group in failures["groups"]:
+            if group["count"] < SHARED_MIN_GROUP:
+                other += group["count"]
+                continue
+            kept.append({**group, "reason": scrub(group["reason"]), "examples": [], "students": []})
+        if other:
+            kept.append({"reason": f"other reasons (each given for fewer than {SHARED_MIN_GROUP} students)",
+                         "count": other, "share": other / failures["failed"], "examples": [], "students": []})
+        failures["groups"] = kept
+    heat = out["heatmap"]
+    k = max(1, -(-SHARED_MIN_COLUMN // heat.get("group", 1)))  # merge neighbouring columns k at a time
+    columns, values = heat["columns"], heat["values"]
+    merged_columns, merged_values = [], [[] for _ in values]
+    for j in range(0, len(columns), k):
+        part = columns[j:j + k]
+        weights = [len(c["students"]) for c in part]
+        n = sum(weights)
+        merged_columns.append({"students": n, "total": sum(c["total"] * w for c, w in zip(part, weights)) / n})
+        for row, merged in zip(values, merged_values):
+            merged.append(sum(v * w for v, w in zip(row[j:j + k], weights)) / n)
+    heat["columns"], heat["values"], heat["group"] = merged_columns, merged_values, heat.get("group", 1) * k
+    out["timeline"]["times"] = [t[:13] + ":00:00" for t in out["timeline"]["times"]]  # to the hour
+    rows = out["graders"]["rows"]
+    random.SystemRandom().shuffle(rows)
+    for n, row in enumerate(rows):
+        row["grader"] = f"grader {chr(65 + n % 26)}" + (str(n // 26) if n >= 26 else "")
     out["anonymised"] = True
     return out

@@ -42,6 +42,22 @@ class Verdict:
     passed: bool
     ename: str = ""
     message: str = ""
+    line: int | None = None  # the test's failing line (which assertion), when the checker records it
+
+    @classmethod
+    def checked(cls, record) -> "Verdict | None":
+        """A verdict from a record of unknown shape (a notebook's metadata or the cache): None unless it is one."""
+        if isinstance(record, dict):
+            passed, ename, message, line = (record.get(k) for k in ("passed", "ename", "message", "line"))
+        elif isinstance(record, list) and len(record) == 4:
+            passed, ename, message, line = record
+        else:
+            return None
+        return cls(passed is True, str(ename or "")[:80], str(message or "")[:MESSAGE_LIMIT],
+                   line if isinstance(line, int) and not isinstance(line, bool) and 0 < line < 10**6 else None)
+
+    def row(self) -> list:
+        return [self.passed, self.ename, self.message, self.line]
 
 
 @dataclass
@@ -49,7 +65,7 @@ class Cohort:
     assignment: str
     items: list[Item]
     students: list[str]                                   # who handed it in (in the gradebook), sorted
-    scores: dict[str, dict[str, float]]                   # student -> grade id -> score (extra credit included)
+    scores: dict[str, dict[str, float]]                   # student -> grade id -> score (without extra credit)
     pending: dict[str, set[str]]                          # student -> grade ids still waiting for a manual score
     manual: dict[str, dict[str, float]]                   # student -> grade id -> the human grader's score
     notebook_ids: dict[str, dict[str, str]]               # student -> notebook name -> submitted notebook id
@@ -58,21 +74,31 @@ class Cohort:
     absent: list[str] = field(default_factory=list)       # in the gradebook, no submission
     verdicts: dict[str, dict[str, Verdict]] = field(default_factory=dict)  # student -> grade id -> checker verdict
     graders: dict[str, str] = field(default_factory=dict)                  # student -> grader (given by the course)
+    extra: dict[str, dict[str, float]] = field(default_factory=dict)       # student -> grade id -> extra credit
+    unreadable: list[str] = field(default_factory=list)                    # autograded notebooks that could not be read
 
     @property
     def max_total(self) -> float:
         return sum(i.max_score for i in self.items)
 
-    def total(self, student: str) -> float:
+    def base_total(self, student: str) -> float:
+        """The points of the cells (extra credit aside)."""
         return sum(self.scores[student].get(i.grade_id, 0.0) for i in self.items)
+
+    def total(self, student: str) -> float:
+        """The student's total as the gradebook has it: the cells' points and any extra credit."""
+        return self.base_total(student) + sum(self.extra.get(student, {}).values())
 
 
 def read_gradebook(course, assignment: str) -> Cohort:
     """The assignment's grades from the gradebook, in one query of nbgrader's public ORM classes."""
-    from nbgrader.api import (Assignment, BaseCell, Grade, GradeCell, MissingEntry, Notebook, Student,
+    from nbgrader.api import (BaseCell, Grade, GradeCell, MissingEntry, Notebook, Student,
                               SubmittedAssignment, SubmittedNotebook, TaskCell)
 
     hw = course.assignment(assignment)
+    if len(hw.sources) != 1:  # nbgrader's grade ids are unique within a notebook only
+        raise CourseKitError(f"{assignment}: item analysis reads assignments of one notebook; this one has "
+                             f"{len(hw.sources)} ({', '.join(hw.sources)})")
     tests = set(hw.autograded_cells)
     with course.gradebook() as gb:
         try:
@@ -105,6 +131,7 @@ def read_gradebook(course, assignment: str) -> Cohort:
         everyone = [s for (s,) in gb.db.query(Student.id).all()]
         duedate = db_assignment.duedate
     scores: dict = {}
+    extras: dict = {}
     pending: dict = {}
     manual: dict = {}
     ids: dict = {}
@@ -116,14 +143,16 @@ def read_gradebook(course, assignment: str) -> Cohort:
         ids.setdefault(student, {})[notebook] = nb_id
         stamps[student] = stamp
         score = by_hand if by_hand is not None else auto
-        mine[name] = float(score or 0.0) + float(extra or 0.0)
+        mine[name] = float(score or 0.0)
+        if extra:
+            extras.setdefault(student, {})[name] = float(extra)
         if by_hand is not None:
             manual[student][name] = float(by_hand)
         elif needs and auto is None:
             pending[student].add(name)
     students = sorted(scores)
     return Cohort(assignment, items, students, scores, pending, manual, ids, stamps, duedate,
-                  absent=sorted(set(everyone) - set(students)))
+                  absent=sorted(set(everyone) - set(students)), extra=extras)
 
 
 def _source_order(hw) -> dict[str, int]:
@@ -138,31 +167,42 @@ def _source_order(hw) -> dict[str, int]:
 
 # ------------------------------------------------------------------------------------------------ checker verdicts
 def verdicts_of(path: Path) -> dict[str, Verdict]:
-    """{grade id: verdict} of one autograded notebook (its test cells the checker wrote a record into)."""
+    """{grade id: verdict} of one autograded notebook (its test cells the checker wrote a record into). A file that is
+    not a notebook raises CourseKitError naming it; records of any other shape are not verdicts."""
     try:
         nb = json.loads(path.read_bytes())
-    except (OSError, ValueError) as error:
-        raise CourseKitError(f"{path}: not a readable notebook ({error})") from None
+    except (OSError, ValueError, RecursionError) as error:
+        raise CourseKitError(f"{path}: not a readable notebook ({type(error).__name__}: {str(error)[:200]})") from None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
     found = {}
-    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
-        meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
-        name = meta.get("nbgrader", {}).get("grade_id") if isinstance(meta.get("nbgrader"), dict) else None
-        check = meta.get("coursekit", {}).get("check") if isinstance(meta.get("coursekit"), dict) else None
-        if isinstance(name, str) and isinstance(check, dict):
-            found[name] = Verdict(bool(check.get("passed")), str(check.get("ename") or "")[:80],
-                                  str(check.get("message") or "")[:MESSAGE_LIMIT])
+    for cell in cells if isinstance(cells, list) else []:
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        nbgrader, ours = meta.get("nbgrader"), meta.get("coursekit")
+        name = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+        verdict = Verdict.checked(ours.get("check")) if isinstance(ours, dict) else None
+        if isinstance(name, str) and verdict is not None:
+            found[name] = verdict
     return found
 
 
-def read_verdicts(course, cohort: Cohort, cache: Path | None = None) -> None:
+def _stamp(st: os.stat_result) -> list[int]:
+    # the inode and ctime too: a copy that keeps size and mtime (cp -p, rsync -a) is still seen as changed
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def read_verdicts(course, cohort: Cohort, cache: Path | None = None, log=None) -> None:
     """Fill ``cohort.verdicts`` from the autograded notebooks (a notebook not changed since the last report: from
-    ``cache``)."""
+    ``cache``). A notebook that cannot be read is named in ``cohort.unreadable``; its student has no verdicts, and the
+    report is built for the others."""
     kept = {}
     if cache is not None and cache.is_file():
         try:
             kept = json.loads(cache.read_text())
-        except ValueError:
+        except (OSError, ValueError, RecursionError):
             kept = {}  # a damaged cache is only a slower report
+        kept = kept if isinstance(kept, dict) else {}
     fresh = {}
     for student in cohort.students:
         mine: dict[str, Verdict] = {}
@@ -172,22 +212,31 @@ def read_verdicts(course, cohort: Cohort, cache: Path | None = None) -> None:
                 st = path.stat()
             except OSError:
                 continue  # graded elsewhere, or its autograded copy removed: no verdicts, the scores stand
-            key = str(path)
-            stamp = [st.st_size, st.st_mtime_ns]
+            key, stamp = str(path), _stamp(st)
             hit = kept.get(key)
-            if hit and hit.get("stamp") == stamp:
-                records = hit["verdicts"]
-            else:
-                records = {k: [v.passed, v.ename, v.message] for k, v in verdicts_of(path).items()}
-            fresh[key] = {"stamp": stamp, "verdicts": records}
-            mine.update({k: Verdict(*v) for k, v in records.items()})
+            records = None
+            if isinstance(hit, dict) and hit.get("stamp") == stamp and isinstance(hit.get("verdicts"), dict):
+                checked = {k: Verdict.checked(v) for k, v in hit["verdicts"].items() if isinstance(k, str)}
+                records = None if None in checked.values() else checked
+            if records is None:
+                try:
+                    records = verdicts_of(path)
+                except CourseKitError as error:
+                    cohort.unreadable.append(str(path))
+                    if log:
+                        log(str(error))
+                    continue
+            fresh[key] = {"stamp": stamp, "verdicts": {k: v.row() for k, v in records.items()}}
+            mine.update(records)
         cohort.verdicts[student] = mine
     if cache is not None:
+        import tempfile
+
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(fresh))
-            os.replace(tmp, cache)
+            with tempfile.NamedTemporaryFile("w", dir=cache.parent, prefix=".tmp-", delete=False) as tmp:
+                tmp.write(json.dumps(fresh))
+            os.replace(tmp.name, cache)
         except OSError:
             pass  # read-only course folder: the report is built all the same
 
@@ -213,9 +262,10 @@ def read_graders(path: Path) -> dict[str, str]:
     return found
 
 
-def load(course, assignment: str, graders: Path | None = None, cache: bool = True) -> Cohort:
+def load(course, assignment: str, graders: Path | None = None, cache: bool = True, log=None) -> Cohort:
     cohort = read_gradebook(course, assignment)
-    read_verdicts(course, cohort, course.root / "insights" / ".verdicts" / f"{assignment}.json" if cache else None)
+    read_verdicts(course, cohort, course.root / "insights" / ".verdicts" / f"{assignment}.json" if cache else None,
+                  log=log)
     if graders is not None:
         cohort.graders = read_graders(graders)
     return cohort

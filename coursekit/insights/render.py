@@ -203,6 +203,8 @@ def _graders(g: dict) -> str:
 def page(report: dict, title_suffix: str = "") -> str:
     t, s = report["totals"], report["students"]
     absent = s["absent"] if isinstance(s["absent"], int) else len(s["absent"])
+    unreadable = s.get("unreadable", 0)
+    unreadable = unreadable if isinstance(unreadable, int) else len(unreadable)
     legend = ("<p class='legend'><span class='key k-full'></span>full credit<span class='key k-partial'></span>"
               "partial<span class='key k-none'></span>none; the line: 95 % interval of the full-credit share</p>")
     heat_legend = ("<p class='legend'>Share of the test's points: " + "".join(
@@ -211,6 +213,9 @@ def page(report: dict, title_suffix: str = "") -> str:
     summary = (f"{s['submitted']} submissions"
                + (f", {absent} students in the gradebook without one" if absent else "")
                + (f"; {s['waiting_for_manual']} written answers wait for a grader" if s["waiting_for_manual"] else "")
+               + (f"; {unreadable} autograded notebooks could not be read (their students have no failure reasons)"
+                  if unreadable else "")
+               + (f"; {t['above_max']} totals above the maximum (extra credit)" if t.get("above_max") else "")
                + f". Totals out of {t['max_total']:g}: mean {num(t['mean'])} (sd {num(t['sd'])}), median "
                f"{num(t['median'])}, quartiles {num(t['q1'])}–{num(t['q3'])}, range {num(t['min'])}–{num(t['max'])}.")
     return f"""<!DOCTYPE html>
@@ -241,18 +246,25 @@ CSV_FIELDS = ["grade_id", "notebook", "kind", "max_score", "n", "waiting", "full
               "failed", "top_reason", "top_reason_share", "note"]
 
 
+def _cell(value):
+    """A spreadsheet never reads a text cell as a formula (=, +, -, @, tab or CR first: OWASP's CSV injection)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def items_csv(report: dict) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for i in report["items"]:
         groups = i.get("failures", {}).get("groups", [])
-        writer.writerow({**{k: i.get(k) for k in CSV_FIELDS if k in i},
+        writer.writerow({k: _cell(v) for k, v in {**{k: i.get(k) for k in CSV_FIELDS if k in i},
                          "full_low": i["full_ci"][0] if i["full_ci"] else None,
                          "full_high": i["full_ci"][1] if i["full_ci"] else None,
                          "discrimination_low": i["discrimination_ci"][0] if i["discrimination_ci"] else None,
                          "discrimination_high": i["discrimination_ci"][1] if i["discrimination_ci"] else None,
                          "failed": i.get("failures", {}).get("failed"),
                          "top_reason": groups[0]["reason"] if groups else None,
-                         "top_reason_share": groups[0]["share"] if groups else None})
+                         "top_reason_share": groups[0]["share"] if groups else None}.items()})
     return out.getvalue()

@@ -23,7 +23,7 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+NAME = re.compile(r"^(?!\.)[A-Za-z0-9_.-]{1,100}$")
 
 
 def _course(handler):
@@ -60,13 +60,15 @@ class ReportHandler(JupyterHandler):
 
         if not NAME.match(assignment):
             raise web.HTTPError(404)
+        if kind is None and not self.request.path.endswith("/"):  # the page's relative links need its folder
+            return self.redirect(self.request.path + "/")
         link = url_path_join(self.base_url, "formgrader")
 
         def build():
             course = _course(self)
             if assignment not in course.assignment_names():
                 raise web.HTTPError(404, f"no assignment {assignment!r}")
-            return report(course, assignment, formgrader=link)
+            return report(course, assignment, formgrader=link, log=self.log.warning)
         try:
             out = await asyncio.get_running_loop().run_in_executor(None, build)
         except CourseKitError as error:

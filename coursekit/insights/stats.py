@@ -54,11 +54,9 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
 
 def fisher_interval(r: float, n: int, z: float = Z95) -> tuple[float, float] | None:
     """95 % interval of a correlation by Fisher's z transform; None below four students (its standard error is
-    1/sqrt(n - 3))."""
-    if n < 4:
+    1/sqrt(n - 3)) and for a perfect correlation."""
+    if n < 4 or abs(r) >= 1:  # r = +-1: Fisher's z is infinite, and an interval of width 0 would claim certainty
         return None
-    if abs(r) >= 1:
-        return (r, r)
     centre, half = math.atanh(r), z / math.sqrt(n - 3)
     return math.tanh(centre - half), math.tanh(centre + half)
 
@@ -69,17 +67,62 @@ def item_total(item: list[float], totals: list[float]) -> float | None:
     return pearson(item, [t - i for t, i in zip(totals, item)])
 
 
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz; Numerical Recipes 6.4)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function (any real df > 0)."""
+    tail = 0.5 * betainc(df / 2, 0.5, df / (df + t * t))
+    return 1 - tail if t > 0 else tail
+
+
 def t_quantile(p: float, df: float) -> float:
-    """Student's t quantile by the Cornish–Fisher expansion around the normal one (Abramowitz & Stegun 26.7.5):
-    within 0.3 % of the exact value from 3 degrees of freedom on, which an interval's second digit does not see."""
-    if df <= 0:
-        raise ValueError(f"t_quantile: {df} degrees of freedom")
-    z = NormalDist().inv_cdf(p)
-    g1 = (z ** 3 + z) / 4
-    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
-    g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160
-    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
+    """Student's t quantile, exact to 1e-10 for any df > 0 (Welch's df is fractional, and near 1 for two answers
+    against many): the distribution function inverted by bisection."""
+    if df <= 0 or not 0 < p < 1:
+        raise ValueError(f"t_quantile: p={p}, {df} degrees of freedom")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-12 * max(1.0, high):
+            break
+    return (low + high) / 2
 
 
 def welch(a: list[float], b: list[float]) -> dict | None:
@@ -90,7 +133,7 @@ def welch(a: list[float], b: list[float]) -> dict | None:
     diff = mean(a) - mean(b)
     se = math.sqrt(va + vb)
     if se == 0:
-        return {"diff": diff, "low": diff, "high": diff, "df": None}
+        return None  # neither side varies: no interval to give
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
     half = t_quantile(0.975, df) * se
     return {"diff": diff, "low": diff - half, "high": diff + half, "df": df}

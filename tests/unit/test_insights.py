@@ -69,6 +69,23 @@ def test_histogram_and_quantiles():
     assert stats.sd([2]) is None and stats.sd([2, 4]) == pytest.approx(math.sqrt(2))
 
 
+def test_student_t_is_exact_where_welch_goes_below_three_degrees_of_freedom():
+    for df, table in ((1, 12.70620), (1.5, 6.01666), (2, 4.30265), (1000, 1.96234)):
+        assert stats.t_quantile(0.975, df) == pytest.approx(table, rel=2e-6)
+    assert stats.t_quantile(0.025, 4) == pytest.approx(-2.77645, rel=2e-6)
+    assert stats.fisher_interval(1.0, 10) is None and stats.welch([1, 1], [2, 2]) is None  # no false certainty
+
+
+def test_failure_reasons_blank_whole_numbers_only():
+    assert analysis.reason("AssertionError", "layer12 gave 3.5e-3, expected -2") == "layer12 gave #, expected #"
+    assert analysis.reason("", "expected dtype float32, got float64") == "expected dtype float32, got float64"
+    assert analysis.reason("AssertionError", "x_10 is off by 1_000") == "x_10 is off by #"
+    assert analysis.reason("TypeError", "<function f at 0x7f9911aa0e10>") == "TypeError: <function f at 0x#>"
+    assert analysis.reason("KeyError", "‹…›") != analysis.reason("IndexError", "‹…›")  # the name tells them apart
+    assert analysis.reason("AssertionError", "Tensor-likes are not close!", 3) == "line 3: Tensor-likes are not close!"
+    assert analysis.reason("NotRun", "") == "NotRun"
+
+
 # ------------------------------------------------------------------------------------------------ the analysis
 def cohort(scores: dict[str, dict[str, float]], verdicts=None, pending=None, absent=(), graders=None,
            manual=None) -> Cohort:
@@ -109,7 +126,7 @@ def test_a_test_everyone_passes_and_a_single_student_have_no_made_up_numbers():
     assert t1["discrimination"] is None and t1["discrimination_ci"] is None
     assert "same" in t1["note"] and t1["full_share"] == 1.0 and t1["full_ci"][0] < 1.0
     alone = analysis.analyse(cohort({"a": {"t1": 2, "t2": 0, "essay": 1}}))
-    assert all(i["discrimination"] is None and i["note"] == "one student: nothing to compare" for i in alone["items"])
+    assert all(i["discrimination"] is None and i["note"] == "one fully graded student: nothing to compare" for i in alone["items"])
     assert alone["totals"]["sd"] is None and alone["totals"]["median"] == 3.0
     empty = analysis.analyse(cohort({}, absent=["a", "b"]))
     assert empty["totals"]["n"] == 0 and empty["items"][0]["note"] == "no graded submissions yet"
@@ -120,6 +137,35 @@ def test_answers_waiting_for_a_grader_are_left_out_of_their_cells_numbers():
     out = analysis.analyse(cohort(FOUR, pending={"ana": ["essay"], "bo": ["essay"]}))
     essay = out["items"][2]
     assert essay["n"] == 2 and essay["waiting"] == 2 and out["students"]["waiting_for_manual"] == 2
+
+
+def test_pending_answers_and_extra_credit_do_not_bend_the_cells_numbers():
+    scores = {s: {"t1": t, "t2": t / 2, "essay": e} for s, t, e in
+              (("a", 2, 2), ("b", 2, 2), ("c", 0, 0), ("d", 0, 0), ("e", 2, 0), ("f", 0, 2))}
+    graded = analysis.analyse(cohort(scores))["items"][0]
+    waiting = analysis.analyse(cohort(scores, pending={"a": ["essay"], "e": ["essay"]}))["items"][0]
+    # with essays pending, t1 is compared on the four fully graded students only (not with a 0 for the essays)
+    rest = [(2, 3), (0, 0), (0, 0), (0, 2)]  # b, c, d, f: t1, and t2 + essay
+    expected = stats.item_total([a for a, _ in rest], [a + b for a, b in rest])
+    assert waiting["discrimination"] == pytest.approx(expected) and waiting["discrimination_n"] == 4
+    assert graded["discrimination_n"] == 6 and "4 of 6 students" in waiting["note"]
+    extra = cohort({"a": {"t1": 1, "t2": 1, "essay": 2}, "b": {"t1": 2, "t2": 0, "essay": 0}})
+    extra.extra = {"a": {"t1": 3.0}}
+    out = analysis.analyse(extra)
+    t1 = out["items"][0]
+    assert (t1["full"], t1["partial"], t1["difficulty"]) == (1, 1, 0.75)  # a's 1 of 2 is partial, extra aside
+    assert out["totals"]["max"] == 7.0 and out["totals"]["above_max"] == 1
+    assert [g["students"] for g in out["items"][0]["failures"]["groups"]] == [["a"]]
+
+
+def test_failures_are_counted_among_graded_students():
+    verdicts = {"a": {"t1": Verdict(False, "AssertionError", "no")}}
+    c = cohort({"a": {"t1": 0, "t2": 1, "essay": 1}, "b": {"t1": 0, "t2": 1, "essay": 1}}, verdicts=verdicts,
+               pending={"b": ["essay"]})
+    c.items[0] = Item("t1", "hw", "test", 2.0)
+    c.pending["b"] = {"t1"}  # a test still waiting (e.g. graded by hand): neither counted nor failed
+    t1 = analysis.analyse(c)["items"][0]
+    assert t1["n"] == 1 and t1["failures"]["failed"] == 1
 
 
 def test_failure_reasons_are_grouped_with_numbers_blanked_and_link_to_examples():
@@ -157,6 +203,12 @@ def test_graders_are_compared_only_with_an_allocation(tmp_path):
     kim, lee = out["graders"]["rows"]
     assert (kim["grader"], kim["n"], kim["mean"], lee["mean"]) == ("kim", 2, 1.0, 0.25)
     assert kim["difference"]["diff"] == pytest.approx(0.75) and kim["difference"]["low"] < 0.75
+    # one value per student: five answers of one student are one observation, not five
+    many = {"a": {f"w{k}": 2 for k in range(5)}, "b": {f"w{k}": 0 for k in range(5)}}
+    c = cohort({"a": {}, "b": {}}, manual=many, graders={"a": "kim", "b": "lee"})
+    c.items = [Item(f"w{k}", "hw", "written", 2.0) for k in range(5)]
+    rows = analysis.analyse(c)["graders"]["rows"]
+    assert [r["n"] for r in rows] == [1, 1] and all(r["difference"] is None for r in rows)
     allocation = tmp_path / "graders.csv"
     allocation.write_text("student,grader\nana,kim\n\nbo,lee\n")
     assert data.read_graders(allocation) == {"ana": "kim", "bo": "lee"}
@@ -180,7 +232,35 @@ def test_the_export_to_share_has_no_student_id():
     for secret in [*ids.values(), "u9x9q", "kimz7", "/fg/submissions/"]:
         assert secret not in text, secret
     assert shared["students"]["absent"] == 1 and shared["graders"]["rows"][0]["grader"] == "grader A"
+    assert analysis.anonymised(shared) == shared  # idempotent
+    # ids and paths inside a checker's reason, rare reasons, one-student heat-map columns, exact times
+    many = {f"p{k:02d}zz": {"t1": 0, "t2": 1, "essay": 1} for k in range(8)}
+    said = {s: {"t1": Verdict(False, "FileNotFoundError", f"No such file: /home/{s}/data.csv ({s})")} for s in many}
+    said["p07zz"] = {"t1": Verdict(False, "AssertionError", "a rare mistake")}
+    out = analysis.anonymised(analysis.analyse(cohort(many, verdicts=said)))
+    text = json.dumps(out)
+    assert not [s for s in many if s in text]
+    groups = out["items"][0]["failures"]["groups"]
+    assert [g["count"] for g in groups] == [7, 1] and "rare" not in text and groups[1]["reason"].startswith("other")
+    assert groups[0]["reason"] == "FileNotFoundError: No such file: /home/… (‹student›)"
+    assert [c["students"] for c in out["heatmap"]["columns"]] == [5, 3]
+    assert all(t.endswith(":00:00") for t in out["timeline"]["times"])
     assert ids["bo"] in json.dumps(full) and "/fg/submissions/" in render.page(full)  # the instructor's copy keeps them
+
+
+def test_links_only_to_a_web_address_and_the_csv_holds_no_formula():
+    with pytest.raises(CourseKitError, match="not an http"):
+        formgrader_link("javascript:alert(1)")
+    c = cohort(FOUR, verdicts={"bo": {"t2": Verdict(False, "AssertionError", "=cmd|' /C calc'!A0")}})
+    c.notebook_ids["bo"]["hw"] = "a/../b"
+    report_ = analysis.analyse(c, formgrader_link("https://lms.example/fg/"))
+    assert report_["items"][1]["failures"]["groups"][0]["examples"][0]["url"] == \
+        "https://lms.example/fg/submissions/a%2F..%2Fb/"
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(render.items_csv(report_))))
+    assert rows[1]["top_reason"] == "'=cmd|' /C calc'!A0"
 
 
 def test_the_page_is_self_contained_and_accessible():
@@ -242,32 +322,53 @@ def test_the_gradebook_and_the_checkers_verdicts_are_read(tmp_path):
         [("square_test", "test", 2.0), ("explain", "written", 1.0), ("square_types", "test", 1.0)]
     assert found.scores["s1"] == {"square_test": 2.0, "explain": 1.0, "square_types": 1.0}
     assert found.pending == {"s1": set(), "s2": {"explain"}, "s3": set()}
-    assert found.verdicts["s3"]["square_types"] == Verdict(False, "TypeError", "not an int")
+    assert found.verdicts["s3"]["square_types"] == Verdict(False, "TypeError", "not an int", 1)
     assert found.verdicts["s1"] == {} and found.duedate == datetime(2026, 12, 1, 12)
     out = report(course, NAME, formgrader="/fg")
     test = out["items"][0]
-    assert test["failures"]["groups"][0]["reason"] == "square(#) should be #, got #"
+    assert test["failures"]["groups"][0]["reason"] == "line 1: square(#) should be #, got #"
     assert test["failures"]["groups"][0]["count"] == 2 and out["timeline"]["late"] == 1
 
 
-def test_verdicts_are_cached_by_size_and_time_and_read_again_when_changed(tmp_path):
+def test_verdicts_are_cached_by_file_stamp_and_a_bad_cache_or_notebook_costs_only_itself(tmp_path):
     course = graded_tiny_course(tmp_path)
     data.load(course, NAME)
     cache = course.root / "insights" / ".verdicts" / f"{NAME}.json"
     path = course.path("autograded", "s2", NAME) / f"{NAME}.ipynb"
-    assert str(path) in json.loads(cache.read_text())
+    kept = json.loads(cache.read_text())
+    kept[str(path)]["verdicts"]["square_test"][2] = "from the cache"  # an unchanged notebook: the cache answers
+    cache.write_text(json.dumps(kept))
+    assert data.load(course, NAME).verdicts["s2"]["square_test"].message == "from the cache"
+    kept = json.loads(cache.read_text())
+    kept[str(path)]["verdicts"]["square_test"][2] = "from the cache"
+    cache.write_text(json.dumps(kept))
     before = path.stat()
-    text = path.read_text()
-    path.write_text(text.replace("got 6", "got 7"))  # same size, same time: the cache answers
+    path.write_text(path.read_text().replace("got 6", "got 7"))  # same size and mtime (cp -p): the ctime tells
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert data.load(course, NAME).verdicts["s2"]["square_test"].message.endswith("got 6")
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # changed: read again
     assert data.load(course, NAME).verdicts["s2"]["square_test"].message.endswith("got 7")
-    cache.write_text("{not json")  # a damaged cache is a slower report, not an error
-    assert data.load(course, NAME).verdicts["s2"]["square_test"].message.endswith("got 7")
-    path.write_text("{broken")
-    with pytest.raises(CourseKitError, match=rf"{NAME}\.ipynb: not a readable notebook"):
-        data.load(course, NAME)
+    for damaged in ("{not json", "[1, 2]", json.dumps({str(path): 3}),
+                    json.dumps({str(path): {"stamp": kept[str(path)]["stamp"], "verdicts": {"square_test": "x"}}})):
+        cache.write_text(damaged)  # a damaged cache is a slower report, not an error
+        assert data.load(course, NAME).verdicts["s2"]["square_test"].message.endswith("got 7"), damaged
+    hostile = {"cells": [{"metadata": []}, 3, {"metadata": {"nbgrader": {"grade_id": "square_test"},
+                                                            "coursekit": {"check": {"passed": "false"}}}},
+                         {"metadata": {"nbgrader": "x", "coursekit": {"check": [1]}}}]}
+    path.write_text(json.dumps(hostile))  # records of the wrong shape: no crash; "false" is not a pass
+    assert data.load(course, NAME).verdicts["s2"] == {"square_test": Verdict(False, "", "", None)}
+    path.write_text("{broken")  # one unreadable notebook: named, the report is built for the others
+    warnings = []
+    cohort = data.load(course, NAME, log=warnings.append)
+    assert cohort.unreadable == [str(path)] and "not a readable notebook" in warnings[0]
+    assert cohort.verdicts["s3"]["square_types"].ename == "TypeError"
+    assert report(course, NAME)["students"]["unreadable"] == [str(path)]
+
+
+def test_multi_notebook_assignments_are_refused_with_the_reason(tmp_path):
+    course = graded_tiny_course(tmp_path)
+    source = course.path("source", assignment=NAME)
+    (source / "part2.ipynb").write_text((source / f"{NAME}.ipynb").read_text())
+    with pytest.raises(CourseKitError, match=r"tiny: item analysis reads assignments of one notebook; this one has 2"):
+        data.load(Course.load(course.root), NAME)
 
 
 def test_the_command_writes_the_page_the_numbers_and_the_copy_to_share(tmp_path):
@@ -276,12 +377,13 @@ def test_the_command_writes_the_page_the_numbers_and_the_copy_to_share(tmp_path)
                           "--anonymise"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     folder = course.root / "insights" / NAME
-    assert "square_test: 2 of 3 lost points; most often (2): square(#) should be #, got #" in out.stdout
+    assert "square_test: 2 of 3 lost points; most often (2): line 1: square(#) should be #, got #" in out.stdout
     assert {p.name for p in folder.iterdir()} >= {"report.html", "items.csv", "report.json", "shared"}
     assert "s2" not in (folder / "shared" / "report.json").read_text()
     assert "http://localhost:8888/formgrader/submissions/" in (folder / "report.html").read_text()
     (course.root / "insights" / "graders.csv").write_text("s1,kim\ns3,lee\n")  # the course's allocation, no option
     assert [r["grader"] for r in report(course, NAME)["graders"]["rows"]] == ["kim", "lee"]
-    wrong = subprocess.run([sys.executable, "-m", "coursekit", "insights", "nope", "--root", str(course.root)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert wrong.returncode == 1 and "no assignment 'nope'" in wrong.stderr
+    from coursekit.commands import insights as command
+
+    with pytest.raises(CourseKitError, match="no assignment 'nope'"):  # what the command prints, with exit 1
+        command.main(["nope", "--root", str(course.root)])
