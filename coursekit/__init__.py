@@ -15,6 +15,9 @@ batch grading               ``autograde/batch.py`` (``python -m coursekit grade`
                             autograde, the summary); the checks before it: ``preflight.py`` (the checked copy in
                             ``preflight/submitted/``)
 what feedback shows         ``feedback.py`` (``c.GenerateFeedback.preprocessors``)
+item analysis               ``insights/``: the gradebook and the checker's verdicts read (``data``), the numbers
+                            (``stats``, ``analysis``), the page and CSV (``render``), the hosted course's page
+                            (``server``, a server extension of the grading service)
 a learning platform         ``collect.py`` (``c.ZipCollectApp.collector_plugin``) and ``export.py``
                             (``c.ExportApp.plugin_class``)
 nbgrader's exchange         ``exchange.py``: every ``c.ExchangeFactory`` step (safe names, collection, submission)

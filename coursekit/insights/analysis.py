@@ -22,23 +22,21 @@ ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 NAMED = ("NotRun", "TimeoutError", "BridgeError")
 
 
-def reason(ename: str, message: str, line: int | None = None) -> str:
+def reason(ename: str, message: str) -> str:
     """The group a failure falls in: the message's first line with its numbers blanked (two students off by different
     amounts made the same mistake), after the error's name unless it is a failed assertion (its message names the
-    mistake) and the test's failing line when the checker recorded it (two assertions with the same library message
-    are two mistakes); the error's name alone when the message says nothing."""
+    mistake); the error's name alone when the message says nothing."""
     text = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
     text = NUMBER.sub("#", ADDRESS.sub("0x#", text))
     text = re.sub(r"\s+", " ", text)[:200]
-    where = f"line {line}: " if line else ""
     if not text:
-        return where + (ename or "failed (no message)")
-    return where + (text if ename in ("", "AssertionError") else f"{ename}: {text}")
+        return ename or "failed (no message)"
+    return text if ename in ("", "AssertionError") else f"{ename}: {text}"
 
 
-def student_reason(student: str, ename: str, message: str, line: int | None = None) -> str:
+def student_reason(student: str, ename: str, message: str) -> str:
     """``reason`` of one student's failure, their own id blanked (a path of theirs would make a group of one)."""
-    return reason(ename, re.sub(rf"(?<!\w){re.escape(student)}(?!\w)", "‹student›", message), line)
+    return reason(ename, re.sub(rf"(?<!\w){re.escape(student)}(?!\w)", "‹student›", message))
 
 
 def _credit(score: float, max_score: float) -> str:
@@ -92,7 +90,7 @@ def item_stats(cohort: Cohort, link) -> list[dict]:
 
 def failure_groups(cohort: Cohort, item, link, graded: list[str]) -> dict:
     """The reasons the checker gave for the ``graded`` students who lost points on this test, most common first."""
-    groups: dict[str, list[str]] = {}
+    groups: dict[tuple[str, str], list[str]] = {}  # (reason, the test's failing line) -> students
     failed = 0
     for s in graded:
         if cohort.scores[s].get(item.grade_id, 0.0) >= item.max_score - 1e-9:
@@ -100,17 +98,21 @@ def failure_groups(cohort: Cohort, item, link, graded: list[str]) -> dict:
         failed += 1
         verdict = cohort.verdicts.get(s, {}).get(item.grade_id)
         if verdict is None:
-            key = "no record of the checker (graded without it, or its autograded notebook is gone)"
+            key = ("no record of the checker (graded without it, or its autograded notebook is gone)", "")
         elif verdict.passed:
-            key = "the checker passed it; the score was changed by hand"
+            key = ("the checker passed it; the score was changed by hand", "")
         else:
-            key = student_reason(s, verdict.ename, verdict.message, verdict.line)
+            key = (student_reason(s, verdict.ename, verdict.message), verdict.line or "")
         groups.setdefault(key, []).append(s)
+    # Two assertions failing with the same words (a library's "Tensor-likes are not close!") are two mistakes: the
+    # failing line tells them apart, and is shown only then.
+    words = Counter(text for text, _ in groups)
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return {"failed": failed, "groups": [
-        {"reason": key, "count": len(who), "share": len(who) / failed, "students": who,
+        {"reason": text + (f" (at `{line[:120]}`)" if line and words[text] > 1 else ""), "line": line or None,
+         "count": len(who), "share": len(who) / failed, "students": who,
          "examples": [{"student": s, "url": link(cohort, s, item.notebook)} for s in who[:EXAMPLES]]}
-        for key, who in ranked]}
+        for (text, line), who in ranked]}
 
 
 def totals_summary(cohort: Cohort, bins: int = 20) -> dict:

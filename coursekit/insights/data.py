@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import CourseKitError
 
+LINE_LIMIT = 300
 MESSAGE_LIMIT = 400  # a verdict's message as kept here (the checker bounds it already; a record is never trusted)
 
 
@@ -42,7 +43,7 @@ class Verdict:
     passed: bool
     ename: str = ""
     message: str = ""
-    line: int | None = None  # the test's failing line (which assertion), when the checker records it
+    line: str | None = None  # the test's failing line of source (which assertion), when it is a visible one
 
     @classmethod
     def checked(cls, record) -> "Verdict | None":
@@ -54,7 +55,7 @@ class Verdict:
         else:
             return None
         return cls(passed is True, str(ename or "")[:80], str(message or "")[:MESSAGE_LIMIT],
-                   line if isinstance(line, int) and not isinstance(line, bool) and 0 < line < 10**6 else None)
+                   line[:LINE_LIMIT] if isinstance(line, str) and line else None)
 
     def row(self) -> list:
         return [self.passed, self.ename, self.message, self.line]

@@ -542,6 +542,7 @@ def _lti_learner_submits(hub, tmp_path, account, url):
                 time.sleep(0.5)
         hub.results["lti_submit_to_feedback_s"] = time.monotonic() - submitted
         page.screenshot(path=str(hub.shots / "hub-lti-feedback.png"))
+    _publish(hub, "hub-lti-feedback.png")
     pages = list((home / A / "feedback").rglob("*.html"))
     assert pages and "Feedback on submit" in " ".join(leaks.file_lines(pages[0]))
     autograded = sum(HW.autograded_cells.values())
@@ -800,7 +801,7 @@ def test_item_analysis_page_for_the_instructor_and_graders_only(hub, tmp_path):
             page.get_by_role("link", name=A).click()
             expect(page.get_by_role("heading", level=1)).to_contain_text("What the class got wrong")
             expect(page.locator("svg[role=img]")).to_have_count(4)
-            page.screenshot(path=str(hub.shots / "hub-insights.png"), full_page=True)
+            page.screenshot(path=str(hub.shots / "hub-insights.png"))
             hub.results["insights_xss"] = page.evaluate("() => window.__pwned || null")
             example = page.locator("a[href*='/formgrader/submissions/']").first
             expect(example).to_be_visible()

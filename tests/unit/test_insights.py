@@ -82,7 +82,6 @@ def test_failure_reasons_blank_whole_numbers_only():
     assert analysis.reason("AssertionError", "x_10 is off by 1_000") == "x_10 is off by #"
     assert analysis.reason("TypeError", "<function f at 0x7f9911aa0e10>") == "TypeError: <function f at 0x#>"
     assert analysis.reason("KeyError", "‹…›") != analysis.reason("IndexError", "‹…›")  # the name tells them apart
-    assert analysis.reason("AssertionError", "Tensor-likes are not close!", 3) == "line 3: Tensor-likes are not close!"
     assert analysis.reason("NotRun", "") == "NotRun"
 
 
@@ -180,6 +179,12 @@ def test_failure_reasons_are_grouped_with_numbers_blanked_and_link_to_examples()
     assert group["reason"] == "expected #, got #" and group["count"] == 2 and group["share"] == 1.0
     assert [e["url"] for e in group["examples"]] == ["/services/c/formgrader/submissions/id-bo/",
                                                      "/services/c/formgrader/submissions/id-di/"]
+    same = {s: {"t1": Verdict(False, "AssertionError", "Tensor-likes are not close!", line)}
+            for s, line in (("bo", "assert_close(a, b)"), ("cy", "assert_close(c, d)"), ("di", "assert_close(c, d)"))}
+    split = analysis.analyse(cohort({s: {"t1": 0, "t2": 1, "essay": 1} for s in same}, verdicts=same))
+    assert [(g["reason"], g["count"]) for g in split["items"][0]["failures"]["groups"]] == [
+        ("Tensor-likes are not close! (at `assert_close(c, d)`)", 2),
+        ("Tensor-likes are not close! (at `assert_close(a, b)`)", 1)]
     reasons = {g["reason"]: g["count"] for g in t1["failures"]["groups"]}
     assert reasons == {"NotRun: not run: the kernel died in an earlier cell (cell ##)": 1,
                        "the checker passed it; the score was changed by hand": 1}
@@ -307,7 +312,7 @@ def graded_tiny_course(tmp_path: Path) -> Course:
             if gid in checks:
                 passed, ename, message = checks[gid]
                 cell.metadata["coursekit"] = {"check": {"passed": passed, "ename": ename, "message": message,
-                                                        "line": 1}}
+                                                        "line": cell.source.splitlines()[0]}}
         folder = course.path("autograded", student, NAME)
         folder.mkdir(parents=True)
         nbformat.write(nb, str(folder / f"{NAME}.ipynb"))
@@ -322,11 +327,11 @@ def test_the_gradebook_and_the_checkers_verdicts_are_read(tmp_path):
         [("square_test", "test", 2.0), ("explain", "written", 1.0), ("square_types", "test", 1.0)]
     assert found.scores["s1"] == {"square_test": 2.0, "explain": 1.0, "square_types": 1.0}
     assert found.pending == {"s1": set(), "s2": {"explain"}, "s3": set()}
-    assert found.verdicts["s3"]["square_types"] == Verdict(False, "TypeError", "not an int", 1)
+    assert found.verdicts["s3"]["square_types"] == Verdict(False, "TypeError", "not an int", "assert isinstance(square(2), int)")
     assert found.verdicts["s1"] == {} and found.duedate == datetime(2026, 12, 1, 12)
     out = report(course, NAME, formgrader="/fg")
     test = out["items"][0]
-    assert test["failures"]["groups"][0]["reason"] == "line 1: square(#) should be #, got #"
+    assert test["failures"]["groups"][0]["reason"] == "square(#) should be #, got #"
     assert test["failures"]["groups"][0]["count"] == 2 and out["timeline"]["late"] == 1
 
 
@@ -377,7 +382,7 @@ def test_the_command_writes_the_page_the_numbers_and_the_copy_to_share(tmp_path)
                           "--anonymise"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     folder = course.root / "insights" / NAME
-    assert "square_test: 2 of 3 lost points; most often (2): line 1: square(#) should be #, got #" in out.stdout
+    assert "square_test: 2 of 3 lost points; most often (2): square(#) should be #, got #" in out.stdout
     assert {p.name for p in folder.iterdir()} >= {"report.html", "items.csv", "report.json", "shared"}
     assert "s2" not in (folder / "shared" / "report.json").read_text()
     assert "http://localhost:8888/formgrader/submissions/" in (folder / "report.html").read_text()
