@@ -109,7 +109,9 @@ if S.get("database"):
         {"name": "coursekit-watch", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
          "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "grade", "--watch", "--exchange"]},
         {"name": "coursekit-worker", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),
-         "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "worker", "--name", "hub"]},
+         # as many submissions at once as the machine has cores (a burst of submissions is graded in parallel)
+         "command": [str(VENV / "bin" / "python"), "-m", "coursekit", "worker", "--name", "hub",
+                     "--slots", str(S.get("grading_slots", 1))]},
         # last: JupyterHub stops its services one after the other, in this order, and the database waits for the two
         # above anyway (coursekit/hosting/database.py, serve)
         {"name": "coursekit-db", "user": S["grader"], "cwd": S["course_dir"], "environment": dict(GRADER_ENV),

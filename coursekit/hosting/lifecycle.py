@@ -52,6 +52,7 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
         "instructor": INSTRUCTOR, "grader": GRADER, "students": state.students, "admin_service": ADMIN_SERVICE,
     })
     settings["roster"] = [s.__dict__ for s in roster]
+    settings["grading_slots"] = max(1, len(os.sched_getaffinity(0)))  # the hub's worker: one grading per core
     if lti is not None:  # LTI 1.3: the registration, the tool's key, grade passback (coursekit/hosting/lti.py)
         from . import lti as lti_setup
 

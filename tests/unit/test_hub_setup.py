@@ -199,7 +199,7 @@ def test_the_hub_supervises_the_database_the_watcher_and_a_worker(tmp_path, monk
     settings = {"state": str(paths.state), "venv": str(paths.venv), "course_id": "course", "url": "http://127.0.0.1:1",
                 "hub_port": 2, "proxy_api_port": 3, "service_port": 4, "node_modules": "/nm", "instructor": "i",
                 "grader": hosting.GRADER, "students": ["s"], "admin_service": "admin", "course_dir": str(paths.course),
-                "database": {"url": database.url(paths)}}
+                "database": {"url": database.url(paths)}, "grading_slots": 2}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     monkeypatch.setenv("COURSEKIT_HUB_ETC", str(tmp_path))
     config = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub")).load_config()
@@ -209,6 +209,7 @@ def test_the_hub_supervises_the_database_the_watcher_and_a_worker(tmp_path, monk
     assert services["coursekit-db"]["command"][2:] == ["coursekit", "hub", "database"], "stops after the worker"
     assert services["coursekit-watch"]["command"][2:] == ["coursekit", "grade", "--watch", "--exchange"]
     assert services["coursekit-worker"]["command"][2:4] == ["coursekit", "worker"]
+    assert services["coursekit-worker"]["command"][-2:] == ["--slots", "2"], "one grading per core of the machine"
     assert all(s["cwd"] == str(paths.course) for n, s in services.items() if n.startswith("coursekit-"))
 
 
