@@ -34,6 +34,16 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--disable-default-apps", "--disable-extensions",
 ]
 AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+# axe-core's violations on the page (``only``: a list of rule ids, or None for every rule), after AXE_JS is injected
+RUN_AXE = """async (only) => {
+    const options = {resultTypes: ['violations']};
+    if (only) options.runOnly = {type: 'rule', values: only};
+    const result = await axe.run(document, options);
+    return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.slice(0, 4).map(n => n.target.join(' '))}));
+}"""
+# The dark colour scheme is the same document in other colours: only the colour rules can differ.
+DARK_RULES = ["color-contrast", "link-in-text-block"]
 
 
 def require_browser_tools(axe: bool = False) -> None:

@@ -12,21 +12,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from browser_util import AXE_JS, UI_TIMEOUT_MS, chromium, require_browser_tools
+from browser_util import AXE_JS, DARK_RULES, RUN_AXE, UI_TIMEOUT_MS, chromium, require_browser_tools
 
 from coursekit.insights import analysis, formgrader_link, render
 from coursekit.insights.data import Cohort, Item, Verdict
 
 pytestmark = [pytest.mark.browser]
-
-RUN_AXE = """async (only) => {
-    const options = {resultTypes: ['violations']};
-    if (only) options.runOnly = {type: 'rule', values: only};
-    const result = await axe.run(document, options);
-    return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-        nodes: v.nodes.slice(0, 4).map(n => n.target.join(' '))}));
-}"""
-DARK_RULES = ["color-contrast", "link-in-text-block"]
 
 
 def a_class() -> Cohort:

@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from browser_util import (AXE_JS, UI_TIMEOUT_MS, InFlight, RequestRecorder, artifacts_dir, awaiting, chromium,
-                          require_browser_tools, serve, wait_until)
+from browser_util import (AXE_JS, DARK_RULES, RUN_AXE, UI_TIMEOUT_MS, InFlight, RequestRecorder, artifacts_dir, awaiting,
+                          chromium, require_browser_tools, serve, wait_until)
 from coursekit.preview import GZIP_TYPES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -101,17 +101,6 @@ DETAILS = """async () => {
 WIDE_MATH = """() => [...document.querySelectorAll('.katex-display > .katex > .katex-html')]
     .filter(el => el.scrollWidth > el.clientWidth + 1)
     .map(el => el.closest('.katex').querySelector('annotation')?.textContent.trim().slice(0, 80))"""
-
-RUN_AXE = """async (only) => {
-    const options = {resultTypes: ['violations']};
-    if (only) options.runOnly = {type: 'rule', values: only};
-    const result = await axe.run(document, options);
-    return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-        nodes: v.nodes.slice(0, 4).map(n => n.target.join(' '))}));
-}"""
-
-
-DARK_RULES = ["color-contrast", "link-in-text-block"]
 
 
 REFRESH = re.compile(r'<meta http-equiv="refresh" content="\d+;\s*url=([^"]+)"', re.I)
