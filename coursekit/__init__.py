@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PREFLIGHT = "preflight"            # pre-flight's folder in the course root (its findings, the grading logs)
 INSTRUCTOR = "instructor"        # instructor/<id>/: an assignment's own data (planted.py, attacks/, budget.json), outside nbgrader
 CHECKED = f"{PREFLIGHT}/submitted"  # the checked copy nbgrader grades: --CourseDirectory.submitted_directory=preflight/submitted
+INSIGHTS = "insights"             # insights/<id>/: item-analysis reports (student ids), the verdicts' cache
 GRADING_KERNEL = "course-grading"  # the grading kernelspec (coursekit/kernelspec/), named in nbgrader_config.py
 
 # Never copied when a test, benchmark or report works on a copy of the course: environments, build output,
@@ -74,12 +75,16 @@ def venv_env(env: dict | None = None, **extra: str) -> dict[str, str]:
 def copy_course(dest: Path, root: Path = ROOT) -> Path:
     """Copy the course (book, assignments, release, configuration, tooling) into ``dest`` and return it: no student
     data (a graded ``autograded/`` keeps only its README), no environment, no build."""
-    graded = Path(root).resolve() / "autograded"
+    top = Path(root).resolve()
+    graded = top / "autograded"
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         if Path(folder).resolve() == graded:
             return {n for n in names if n != "README.md"}
-        return COPY_IGNORE(folder, names)
+        left = COPY_IGNORE(folder, names)
+        if Path(folder).resolve() == top:
+            left |= {INSIGHTS} & set(names)  # item-analysis reports name students (not the coursekit/insights package)
+        return left
 
     shutil.copytree(root, dest, ignore=ignore, symlinks=True)
     return dest

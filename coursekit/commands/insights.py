@@ -17,7 +17,7 @@ from . import course_arguments, load_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .. import insights
+    from .. import INSIGHTS, insights
 
     parser = argparse.ArgumentParser(prog="python -m coursekit insights", description=__doc__.split("\n\n")[0],
                                      parents=[course_arguments()])
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     course = load_course(args)
     hw = course.assignment(args.assignment)
-    folder = args.out or course.root / "insights" / hw.name
+    folder = args.out or course.root / INSIGHTS / hw.name
     full = insights.report(course, hw.name, args.formgrader, args.graders,
                            log=lambda message: print(f"warning: {message}"))
     written = insights.write(full, folder)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import INSIGHTS
 from . import analysis, data, render
 
-GRADERS = "insights/graders.csv"  # the course's allocation of graders (student,grader), used when none is given
+GRADERS = f"{INSIGHTS}/graders.csv"  # the course's allocation of graders (student,grader), used when none is given
 
 
 def formgrader_link(base: str):

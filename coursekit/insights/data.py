@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .. import CourseKitError
+from .. import INSIGHTS, CourseKitError
 
 LINE_LIMIT = 300
 MESSAGE_LIMIT = 400  # a verdict's message as kept here (the checker bounds it already; a record is never trusted)
@@ -108,14 +108,14 @@ def read_gradebook(course, assignment: str) -> Cohort:
             raise CourseKitError(f"{assignment!r} is not in the gradebook {course.db_url.split('@')[-1]}: generate "
                                  "and grade it first") from None
         items = []
-        cells = (gb.db.query(GradeCell.name, Notebook.name, GradeCell.cell_type, GradeCell.max_score)
+        cells = (gb.db.query(GradeCell.name, Notebook.name, GradeCell.max_score)
                  .join(Notebook, GradeCell.notebook_id == Notebook.id)
                  .filter(Notebook.assignment_id == db_assignment.id).all())
         tasks = (gb.db.query(TaskCell.name, Notebook.name, TaskCell.max_score)
                  .join(Notebook, TaskCell.notebook_id == Notebook.id)
                  .filter(Notebook.assignment_id == db_assignment.id).all())
         order = _source_order(hw)
-        for name, notebook, cell_type, max_score in cells:
+        for name, notebook, max_score in cells:
             kind = "test" if name in tests else "written"
             items.append(Item(name, notebook, kind, float(max_score)))
         items += [Item(name, notebook, "task", float(max_score)) for name, notebook, max_score in tasks]
@@ -265,7 +265,7 @@ def read_graders(path: Path) -> dict[str, str]:
 
 def load(course, assignment: str, graders: Path | None = None, cache: bool = True, log=None) -> Cohort:
     cohort = read_gradebook(course, assignment)
-    read_verdicts(course, cohort, course.root / "insights" / ".verdicts" / f"{assignment}.json" if cache else None,
+    read_verdicts(course, cohort, course.root / INSIGHTS / ".verdicts" / f"{assignment}.json" if cache else None,
                   log=log)
     if graders is not None:
         cohort.graders = read_graders(graders)

@@ -36,7 +36,7 @@ class IndexHandler(JupyterHandler):
     @web.authenticated
     async def get(self):
         course = await asyncio.get_running_loop().run_in_executor(None, _course, self)
-        names = [n for n in course.assignment_names()]
+        names = course.assignment_names()
         with course.gradebook() as gb:
             known = {a.name: a.num_submissions for a in gb.assignments}
         rows = "".join(f"<li><a href='{html.escape(n)}/'>{html.escape(n)}</a> "

@@ -11,6 +11,7 @@ Marked ``hub``: needs root, bubblewrap, cgroup v1, Chromium and npm (CI runs it;
 """
 from __future__ import annotations
 
+import contextlib
 import grp
 import html
 import json
@@ -715,24 +716,35 @@ for sub in gb.assignment_submissions({A!r}):
         assert not path.exists(), path
 
 
+@contextlib.contextmanager
+def _instructor_page(hub, tmp_path, errors: list):
+    """A Chromium page signed in as the instructor; the console's Content-Security-Policy reports go to ``errors``."""
+    from playwright.sync_api import sync_playwright
+
+    from browser_util import UI_TIMEOUT_MS, chromium
+
+    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
+        _login(page, hub, hosting.INSTRUCTOR)
+        yield page
+
+
 def test_manual_grade_in_the_formgrader_under_the_hubs_csp(hub, tmp_path):
     """The instructor grades a written answer in the formgrader in Chromium, inside the grading service's JupyterLab
     (the course list's link): the formgrader renders in its tab under the hub's frame policy; students' servers keep
     JupyterHub's frame-ancestors 'none'."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+    from browser_util import awaiting
 
     ids = hub.formgrader("GET", f"submitted_notebooks/{A}/{A}")
     (submission,) = [s for s in ids if s["student"] == FULL]
     _, _, student_headers = hub.call("GET", f"/user/{FULL}/lab", hub.token(FULL))
     assert student_headers.get("content-security-policy") == "frame-ancestors 'none'", student_headers
     errors = []
-    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
-        _login(page, hub, hosting.INSTRUCTOR)
+    with _instructor_page(hub, tmp_path, errors) as page:
         page.goto(f"{hub.url}/user/{hosting.INSTRUCTOR}/lab", wait_until="load")
         courses = page.evaluate(f"""async () => (await fetch('/user/{hosting.INSTRUCTOR}/formgraders',
             {{headers: {{'X-XSRFToken': document.cookie.match(/_xsrf=([^;]+)/)?.[1] || ''}}}})).json()""")
@@ -775,9 +787,9 @@ def test_item_analysis_page_for_the_instructor_and_graders_only(hub, tmp_path):
     the service's Content-Security-Policy: the graded submissions so far, four described pictures, the checker's
     failure reasons with example submissions that open in the formgrader, nothing a student wrote run as markup; a
     student (and the anonymous) is refused; ``shared.json`` has no student id."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    from browser_util import UI_TIMEOUT_MS, awaiting, chromium
+    from browser_util import awaiting
 
     base = f"/services/{hub.course}/insights"
     for user in (HOSTILE, FULL):
@@ -790,11 +802,7 @@ def test_item_analysis_page_for_the_instructor_and_graders_only(hub, tmp_path):
     report = json.loads(body)
     assert report["students"]["submitted"] >= 3, report["students"]
     errors = []
-    with sync_playwright() as pw, chromium(pw, tmp_path / "profile") as context:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
-        _login(page, hub, hosting.INSTRUCTOR)
+    with _instructor_page(hub, tmp_path, errors) as page:
         with awaiting("the item-analysis page → an example submission in the formgrader", lambda: page.url,
                       page=page, shot=hub.shots / "insights-timeout.png"):
             page.goto(f"{hub.url}{base}/", wait_until="load")

@@ -84,7 +84,8 @@ def test_a_course_copy_takes_no_student_data(tmp_path):
     from coursekit import copy_course
 
     course = copy_course(tmp_path / "graded")
-    for folder in ("submitted/s1/transformers", "autograded/s1/transformers", "feedback/s1/transformers"):
+    for folder in ("submitted/s1/transformers", "autograded/s1/transformers", "feedback/s1/transformers",
+                   "insights/transformers"):
         (course / folder).mkdir(parents=True)
         (course / folder / "transformers.ipynb").write_text("{}")
     (course / "gradebook.db").write_text("")
@@ -92,6 +93,8 @@ def test_a_course_copy_takes_no_student_data(tmp_path):
     assert sorted(p.name for p in (copy / "autograded").iterdir()) == ["README.md"]
     assert not (copy / "submitted").exists() and not (copy / "feedback").exists()
     assert not (copy / "gradebook.db").exists() and (copy / "nbgrader_config.py").exists()
+    assert not (copy / "insights").exists(), "item-analysis reports name students"
+    assert (copy / "coursekit" / "insights" / "analysis.py").is_file(), "the package of that name is tooling"
 
 
 def test_removed_extras_are_not_installed_and_nothing_misses_them(tmp_path):
