@@ -189,10 +189,10 @@ def test_training_record_says_what_the_printed_runs_show(training):
     says(text, "same embedding and head) about 0.99")
     says(text, "The baseline's validation loss is flat near 0.63 from the second epoch on")
     assert all(abs(v - 0.63) <= 0.01 for v in default["Mean baseline"]["val"][1:])
-    says(text, "The transformer's falls from about 0.45 after the first epoch to about 0.03, and its lowest value "
+    says(text, "The transformer's falls from about 0.45 after the first epoch to below 0.05, and its lowest value "
                "comes at the last epoch")
-    transformer = default["Transformer"]
-    assert abs(transformer["val"][0] - 0.45) <= 0.05 and abs(transformer["val"][-1] - 0.03) <= 0.006
+    transformer = default["Transformer"]  # its last value is 0.030 on one machine, 0.042 on another (float rounding)
+    assert abs(transformer["val"][0] - 0.45) <= 0.05 and transformer["val"][-1] < 0.05
     assert transformer["best_epoch"] == 12
 
     says(text, "One change, `EPOCHS = 30`: the transformer again reaches about 0.99")
