@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import time
 from pathlib import Path
 
 from .. import CourseKitError
@@ -68,9 +69,16 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
     return state
 
 
+def stamped(log):
+    """``log`` with the seconds since this call before each line (what a slow step of ``down`` was)."""
+    start = time.monotonic()
+    return lambda line: log(f"[{time.monotonic() - start:5.1f} s] {line}")
+
+
 def down(paths: Paths, purge: bool = False, log=print) -> None:
     if os.geteuid() != 0:
         raise CourseKitError("the hub's accounts and folders belong to root: run it as root (sudo make hub-down)")
+    log = stamped(log)
     state = State.load(paths)
     stop_hub(state, log, paths=paths)
     if exists_user(GRADER):
@@ -108,6 +116,7 @@ def down(paths: Paths, purge: bool = False, log=print) -> None:
         log(f"removed the environment {paths.prefix}")
     else:
         log(f"kept the installed environment {paths.prefix} (make hub-purge removes it)")
+    log("the hub is down")
 
 
 def status(paths: Paths) -> int:

@@ -958,7 +958,9 @@ def test_hub_down_removes_everything(hub):
     proc = subprocess.run([str(HUB_PY), "-m", "coursekit", "hub", "down"], cwd=ROOT, env=_env(), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert not processes.alive(pid)
+    hub.shots.mkdir(parents=True, exist_ok=True)
+    (hub.shots / "hub-down.log").write_text(proc.stdout)  # each step's time: what a slow `hub down` waited for
+    assert "the hub is down" in proc.stdout and not processes.alive(pid)
     import psutil
 
     leftover = [(p.pid, p.info["cmdline"][:2]) for p in psutil.process_iter(["cmdline"])

@@ -232,3 +232,15 @@ def test_the_database_service_knows_the_worker_and_watcher_of_its_account():
         proc.kill()
         proc.wait()
     assert proc.pid not in database.clients()
+
+
+def test_hub_down_says_how_long_each_step_took(monkeypatch):
+    from coursekit.hosting import lifecycle
+
+    lines, now = [], iter([100.0, 100.0, 101.25, 133.5])
+    monkeypatch.setattr(lifecycle.time, "monotonic", lambda: next(now))
+    log = lifecycle.stamped(lines.append)
+    log("stopping JupyterHub")
+    log("removed accounts: none")
+    log("the hub is down")
+    assert lines == ["[  0.0 s] stopping JupyterHub", "[  1.2 s] removed accounts: none", "[ 33.5 s] the hub is down"]
