@@ -169,7 +169,7 @@ def cpu_by_role() -> dict[str, float]:
     return found
 
 
-NOT_LISTED = "not listed: sandboxed kernels left to init, short-lived helpers"
+NOT_LISTED = "charged to none of these (most likely the sandboxed kernels)"
 
 
 def print_cpu(before: dict[str, float], after: dict[str, float], gradings: int) -> None:
