@@ -121,6 +121,21 @@ def start_hub(paths: Paths, state: State, settings: dict, log, timeout: float = 
     raise CourseKitError(f"the hub did not answer within {timeout:.0f} s; its log: {paths.state / 'jupyterhub.log'}")
 
 
+SLOW_STOP_S = 10  # a hub that takes longer to stop says what it logged meanwhile
+
+
+def logged_since(path: Path, offset: int, lines: int = 30, most: int = 8000) -> str:
+    """The last ``lines`` lines (at most ``most`` bytes) written to ``path`` after ``offset``, indented, printable."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(offset, f.seek(0, os.SEEK_END) - most))
+            text = f.read(most).decode("utf-8", "replace")
+    except OSError as error:
+        return f"    (cannot read {path}: {error})"
+    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    return "\n".join("    " + "".join(c if c.isprintable() else "?" for c in line) for line in kept) or "    (nothing)"
+
+
 def stop_hub(state: State, log, timeout: float = 60, paths: Paths | None = None) -> None:
     if UNIT.exists():  # the systemd service: stopped, disabled and removed
         log(f"stopping and removing the systemd service {UNIT.name}")
@@ -129,13 +144,18 @@ def stop_hub(state: State, log, timeout: float = 60, paths: Paths | None = None)
         run(["systemctl", "daemon-reload"], check=False)
     if alive(state.pid):
         log(f"stopping JupyterHub (pid {state.pid}) and the servers it started")
+        hub_log = (paths or Paths()).state / "jupyterhub.log"
+        offset = hub_log.stat().st_size if hub_log.exists() else 0
+        started = time.monotonic()
         os.kill(state.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while alive(state.pid) and time.monotonic() < deadline:
+        while alive(state.pid) and time.monotonic() < started + timeout:
             time.sleep(0.1)
         if alive(state.pid):
             log(f"JupyterHub did not stop within {timeout:.0f} s: killed")
             os.killpg(state.pid, signal.SIGKILL)
+        if time.monotonic() - started > SLOW_STOP_S:  # what it waited for (a service finishing a grading?)
+            log(f"JupyterHub took {time.monotonic() - started:.0f} s to stop; the last of what it logged meanwhile:\n"
+                + logged_since(hub_log, offset))
     state.pid = None
     # The proxy runs in a session of its own: a hub that was killed (or died) leaves it running; its pid file says which.
     pid_file = (paths or Paths()).state / "proxy.pid"

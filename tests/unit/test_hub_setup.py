@@ -244,3 +244,19 @@ def test_hub_down_says_how_long_each_step_took(monkeypatch):
     log("removed accounts: none")
     log("the hub is down")
     assert lines == ["[  0.0 s] stopping JupyterHub", "[  1.2 s] removed accounts: none", "[ 33.5 s] the hub is down"]
+
+
+def test_a_slow_stop_shows_what_the_hub_logged_meanwhile(tmp_path):
+    from coursekit.hosting.processes import logged_since
+
+    log = tmp_path / "jupyterhub.log"
+    log.write_bytes(b"before the stop\n" * 3)
+    offset = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(b"[I] stopping service coursekit-worker\n\n" + b"x" * 50 + b"\x1b[0m\n" + b"[W] worker took 10 s\n")
+    shown = logged_since(log, offset).splitlines()
+    assert shown == ["    [I] stopping service coursekit-worker", "    " + "x" * 50 + "?[0m", "    [W] worker took 10 s"]
+    assert logged_since(log, offset, lines=1) == "    [W] worker took 10 s"
+    assert logged_since(log, log.stat().st_size) == "    (nothing)"
+    assert len(logged_since(log, 0, lines=1000, most=40)) <= 40 + 8  # bounded in bytes, whatever the offset
+    assert "cannot read" in logged_since(tmp_path / "missing.log", 0)
