@@ -20,6 +20,7 @@ import pwd
 import re
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import threading
@@ -63,8 +64,9 @@ def _env() -> dict:
 
 def _hub_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     python = HUB_PY if args[0] != "install" else Path(hosting.SYSTEM_PYTHON)
+    # with SIGINT ignored, as a background job (`make hub &`, CI) starts it: the hub must not pass that on to what it runs
     proc = subprocess.run([str(python), "-m", "coursekit", "hub", *args], cwd=ROOT, env=_env(), capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert proc.returncode == 0, f"coursekit hub {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}" \
                                  f"\n{proc.stderr[-4000:]}"
     return proc
@@ -949,6 +951,25 @@ def test_a_restarted_hub_loses_no_submission_feedback_or_grade(hub):
         assert offered, listing
     finally:
         hub.formgrader("PUT", f"assignment/{A}", data={k: before[k] for k in ("duedate_notimezone", "duedate_timezone")})
+
+
+def test_the_hubs_services_stop_on_its_sigint(hub):
+    """JupyterHub stops each service with SIGINT first (SIGTERM only 10 s later): none may ignore it, although `hub up`
+    ran with SIGINT ignored (``_hub_cli``)."""
+    import psutil
+
+    services, hub_pid = {}, State.load(PATHS).pid
+    for proc in psutil.Process(hub_pid).children():  # the services themselves (the worker's own processes ignore it)
+        try:
+            name = proc.environ().get("JUPYTERHUB_SERVICE_NAME")
+        except (psutil.Error, OSError):
+            continue
+        if name:
+            ignored = int(next(line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                               if line.startswith("SigIgn:")).split()[1], 16)
+            services.setdefault(name, []).append(bool(ignored & (1 << (signal.SIGINT - 1))))
+    assert {hub.course, "coursekit-watch", "coursekit-worker", "coursekit-db"} <= set(services), services
+    assert not any(any(flags) for flags in services.values()), services
 
 
 def test_hub_down_removes_everything(hub):
