@@ -130,13 +130,14 @@ def main() -> int:
             if times:
                 print(f"  while {name:<8} {len(times):4d} requests: median {statistics.median(times) * 1000:4.0f} ms, "
                       f"worst {times[-1] * 1000:4.0f} ms")
-        servers_before, waited = servers_cpu(), time.monotonic()
+        servers_before, waited = cpu_by_role()[SERVERS], time.monotonic()
         feedback_at = wait_for_feedback(hub, sorted(submit_at, key=submit_at.get), timeout=900,
                                         every_second=args.ask_every_second)
         waited = time.monotonic() - waited
-        print_cpu(cpu_before, cpu_by_role(), len(feedback_at))
-        print(f"the students' servers while the feedback came: {servers_cpu() - servers_before:.1f} CPU-s in "
-              f"{waited:.0f} s (the Assignments tabs asked; kernels excluded)")
+        cpu_after = cpu_by_role()
+        print_cpu(cpu_before, cpu_after, len(feedback_at))
+        print(f"the students' servers while the feedback came: {cpu_after[SERVERS] - servers_before:.1f} CPU-s in "
+              f"{waited:.0f} s (the Assignments tabs asked; the formgrader's server counts too)")
         report("submit → feedback, 30 students submitting at once" if args.students == 30 else
                f"submit → feedback, {args.students} students submitting at once", submit_at, feedback_at, 60)
         alone = alone_during_batch(hub, f"ck-load{args.students + 1:02d}", args.batch)
@@ -149,7 +150,8 @@ def main() -> int:
 ROLES = [("grading processes (checker; the kernels they reaped)", "multiprocessing.forkserver"),
          ("grading workers (nbgrader's autograde, feedback)", "multiprocessing.spawn"),
          ("queue worker", "coursekit worker"), ("watcher (collect, pre-flight)", "--watch"),
-         ("students' servers", "jupyterhub-singleuser"), ("JupyterHub", "bin/jupyterhub"),
+         (SERVERS := "students' servers (and the formgrader's)", "jupyterhub-singleuser"),
+         ("JupyterHub", "bin/jupyterhub"),
          ("proxy", "configurable-http-proxy"), ("PostgreSQL", "postgres")]
 
 
@@ -178,17 +180,6 @@ def print_cpu(before: dict[str, float], after: dict[str, float], gradings: int) 
     spent[NOT_LISTED] = spent["the whole machine"] - sum(v for k, v in spent.items() if k != "the whole machine")
     for name, seconds in spent.items():
         print(f"  {name:<62} {seconds:6.1f}  {seconds / max(1, gradings):5.2f}")
-
-
-def servers_cpu() -> float:
-    """CPU seconds (user + system) used so far by the students' single-user servers (not their kernels)."""
-    import psutil
-
-    total = 0.0
-    for proc in psutil.process_iter(["cmdline", "cpu_times"]):
-        if any("jupyterhub-singleuser" in arg for arg in (proc.info["cmdline"] or [])[:3]) and proc.info["cpu_times"]:
-            total += proc.info["cpu_times"].user + proc.info["cpu_times"].system
-    return total
 
 
 def feedback_files(folder: Path) -> set[str]:
