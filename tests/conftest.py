@@ -88,6 +88,23 @@ def run(cmd: list[str], cwd: Path, timeout: float = 900, env: dict | None = None
     return proc
 
 
+def pool_processes(pid: int, recursive: bool = False, excluding: tuple[str, ...] = ()) -> list:
+    """The live multiprocessing processes under ``pid`` (psutil's) whose command line names none of ``excluding``; a
+    process that ends between the listing and the reading of its command line (a zombie, or gone) is left out rather
+    than failing the caller."""
+    import psutil
+
+    found = []
+    for proc in psutil.Process(pid).children(recursive=recursive):
+        try:
+            line = " ".join(proc.cmdline())
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+        if "multiprocessing" in line and not any(word in line for word in excluding):
+            found.append(proc)
+    return found
+
+
 def removed_packages() -> list[str]:
     """requirements-removed.txt's packages: unused extras uninstalled from every environment (.venv, the hub's)."""
     lines = (ROOT / "requirements-removed.txt").read_text().splitlines()

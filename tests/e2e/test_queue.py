@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ASSIGNMENT, BIN, COURSE, copy_course, run, venv_env
+from conftest import ASSIGNMENT, BIN, COURSE, copy_course, pool_processes, run, venv_env
 from coursekit.course import Course
 from coursekit.planting import Context, Submission
 
@@ -180,10 +180,7 @@ class Host:
         return self.log.read_text()
 
     def graders(self) -> list[int]:
-        import psutil
-
-        return [p.pid for p in psutil.Process(self.proc.pid).children(recursive=True)
-                if "multiprocessing" in " ".join(p.cmdline())]
+        return [p.pid for p in pool_processes(self.proc.pid, recursive=True)]
 
     def stop(self) -> None:
         if self.relay is None:

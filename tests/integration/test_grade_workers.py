@@ -7,10 +7,9 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 
-from conftest import copy_course
+from conftest import copy_course, pool_processes
 from coursekit import PREFLIGHT, venv_env
 from coursekit import grading_report as report
 from coursekit.course import Course
@@ -33,8 +32,7 @@ def test_a_worker_killed_mid_grading_loses_no_submission(tmp_path):
     deadline = time.monotonic() + 300
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
         if any(logs.glob("started-*")):  # a worker has taken a submission: kill that pool's workers' first one
-            workers = [p for p in psutil.Process(proc.pid).children() if "multiprocessing" in " ".join(p.cmdline())
-                       and "forkserver" not in " ".join(p.cmdline()) and "resource_tracker" not in " ".join(p.cmdline())]
+            workers = pool_processes(proc.pid, excluding=("forkserver", "resource_tracker"))
             if workers:
                 killed = workers[0]
                 killed.kill()
