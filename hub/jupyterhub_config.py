@@ -6,6 +6,7 @@ readable by root only. What each account can do is documented in book/instructor
 """
 import json
 import os
+import pwd
 import signal
 from pathlib import Path
 
@@ -78,6 +79,12 @@ def pre_spawn_hook(spawner):
     # JUPYTER_CONFIG_PATH: the role's folder (which nbgrader server extensions and JupyterLab plugins run), read
     # before the environment's own configuration (hub/nbgrader_config.py: the exchange, the course id).
     spawner.environment["JUPYTER_CONFIG_PATH"] = str(ETC / "roles" / role_of(spawner.user.name))
+    # The account's own port, outside the ephemeral range: two servers spawned at once never draw the same one, and
+    # nothing else on the machine does (coursekit/hosting/processes.py, server_port).
+    if S.get("server_ports"):
+        from coursekit.hosting.processes import server_port
+
+        spawner.port = server_port(pwd.getpwnam(spawner.user.name).pw_uid, tuple(S["server_ports"]))
 
 
 c.Spawner.pre_spawn_hook = pre_spawn_hook

@@ -12,7 +12,7 @@ from . import ADMIN_SERVICE, GRADER, INSTRUCTOR, STUDENTS_GROUP, Paths, database
 from .accounts import Student, add_group, add_user, exists_group, exists_user, kill_users, passwords, remove_files_of
 from .environment import install
 from .layout import configure, course_folders, delegate_cgroups, undelegate_cgroups
-from .processes import alive, free_port, run, start_hub, stop_hub
+from .processes import alive, free_port, run, server_ports, start_hub, stop_hub
 from .state import State
 
 
@@ -54,6 +54,7 @@ def up(paths: Paths, roster: list[Student], ip: str = "127.0.0.1", port: int = 8
     })
     settings["roster"] = [s.__dict__ for s in roster]
     settings["grading_slots"] = max(1, len(os.sched_getaffinity(0)))  # the hub's worker: one grading per core
+    settings["server_ports"] = list(server_ports())  # each user's server: a port of its own (processes.server_port)
     if lti is not None:  # LTI 1.3: the registration, the tool's key, grade passback (coursekit/hosting/lti.py)
         from . import lti as lti_setup
 

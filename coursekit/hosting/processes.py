@@ -36,6 +36,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Each user's server listens on a port of its own, fixed by its Unix uid, in a block just below the kernel's ephemeral
+# range. JupyterHub's own choice (a random free port, released before the server binds it) lets two servers spawned
+# at once draw the same port; the second cannot bind it, and JupyterHub, which takes any answer but a 5xx as "up"
+# (jupyterhub.utils.wait_for_http_server), routes its user to the first user's server (seen in bench_hub: a student's
+# request answered 404 by another student's server). Ports below the ephemeral range are never handed out by bind(0)
+# or connect(), so no other process of the machine draws them either.
+SERVER_PORTS = 10_000  # accounts whose uids differ by less than this get different ports
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def server_ports(span: int = SERVER_PORTS, ephemeral: Path = EPHEMERAL) -> tuple[int, int]:
+    """(first port, span) of the users' servers: the ``span`` ports just below the ephemeral range."""
+    try:
+        low = int(ephemeral.read_text().split()[0])
+    except (OSError, ValueError, IndexError) as error:
+        raise CourseKitError(f"{ephemeral}: cannot read the ephemeral port range ({error})") from None
+    if low - span < 1024:
+        raise CourseKitError(f"{ephemeral}: the ephemeral range starts at {low}, leaving no {span} ports between 1024 "
+                             f"and it for the users' servers (raise its first number, e.g. sysctl "
+                             f"net.ipv4.ip_local_port_range=\"32768 60999\")")
+    return low - span, span
+
+
+def server_port(uid: int, block: tuple[int, int]) -> int:
+    """The port of the server of the account with ``uid``, in ``block`` (``server_ports()``)."""
+    first, span = block
+    return first + uid % span
+
+
 def api(url: str, path: str, token: str, timeout: float = 5) -> int:
     request = urllib.request.Request(url.rstrip("/") + path, headers={"Authorization": f"token {token}"})
     try:

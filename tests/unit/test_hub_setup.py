@@ -11,7 +11,8 @@ import pytest
 
 from coursekit import CourseKitError
 from coursekit import hosting
-from coursekit.hosting import accounts, database, environment, layout
+from coursekit.hosting import accounts, database, environment, layout, processes
+from coursekit.hosting.processes import SERVER_PORTS as SERVER_SPAN
 from coursekit.hosting.state import State
 
 
@@ -211,6 +212,36 @@ def test_the_hub_supervises_the_database_the_watcher_and_a_worker(tmp_path, monk
     assert services["coursekit-worker"]["command"][2:4] == ["coursekit", "worker"]
     assert services["coursekit-worker"]["command"][-2:] == ["--slots", "2"], "one grading per core of the machine"
     assert all(s["cwd"] == str(paths.course) for n, s in services.items() if n.startswith("coursekit-"))
+
+    class Spawner:  # what pre_spawn_hook reads and writes of JupyterHub's spawner
+        def __init__(self, name):
+            self.user, self.environment, self.port = type("User", (), {"name": name})(), {}, 0
+
+    settings["server_ports"] = [22768, 10000]
+    (tmp_path / "settings.json").write_text(json.dumps(settings))
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub")).load_config()
+    spawner = Spawner("root")
+    config.Spawner.pre_spawn_hook(spawner)
+    assert spawner.port == processes.server_port(0, (22768, 10000)) == 22768, "the account's own port, by its uid"
+    assert spawner.environment["JUPYTER_CONFIG_PATH"].endswith("/roles/student")
+
+
+def test_each_users_server_has_a_port_of_its_own_below_the_ephemeral_range(tmp_path):
+    """JupyterHub's random port, released before the server binds it, can go to two servers spawned at once (and
+    JupyterHub then routes one user to the other's server); each account's port is fixed by its uid instead, in a
+    block that bind(0) and connect() never hand out."""
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("32768\t60999\n")
+    block = processes.server_ports(ephemeral=ranges)
+    assert block == (22768, 10000)
+    ports = [processes.server_port(uid, block) for uid in range(1000, 1000 + 500)]
+    assert len(set(ports)) == len(ports) and all(22768 <= p < 32768 for p in ports)
+    ranges.write_text("5000 60999\n")
+    with pytest.raises(CourseKitError, match="ip_local_port_range: the ephemeral range starts at 5000"):
+        processes.server_ports(ephemeral=ranges)
+    with pytest.raises(CourseKitError, match="missing: cannot read the ephemeral port range"):
+        processes.server_ports(ephemeral=tmp_path / "missing")
+    assert processes.server_ports()[0] + SERVER_SPAN <= int(processes.EPHEMERAL.read_text().split()[0])
 
 
 def test_the_database_service_knows_the_worker_and_watcher_of_its_account():
