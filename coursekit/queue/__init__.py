@@ -104,7 +104,9 @@ class GradingQueue(LoggingConfigurable):
     max_gradings = Integer(5, help="grade --watch: automatic gradings per student and assignment; later "
                                    "submissions are listed, not graded (grade them with --student ID "
                                    "--force).").tag(config=True)
-    watch_interval_s = Float(5.0, help="grade --watch: seconds between two looks at submitted/.").tag(config=True)
+    watch_interval_s = Float(2.0, help="grade --watch: seconds between two looks at submitted/ (and the exchange); "
+                                       "a submission is queued at the first look at least settle_s after it was "
+                                       "first seen.").tag(config=True)
     settle_s = Float(2.0, help="grade --watch: a submission is enqueued once its folder has not changed for this "
                                "long (a copy in progress is not graded half-way).").tag(config=True)
 
