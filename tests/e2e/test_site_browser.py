@@ -159,6 +159,15 @@ def _settle(page, inflight: InFlight) -> str:
     return state
 
 
+def _lay_out_everything(page) -> None:
+    """Lay out what the site lets the browser skip while it is far off screen (content-visibility in site.css), as it
+    is once a reader scrolls to it: axe-core reads colours by hit-testing, and a skipped block is hit-tested at its
+    placeholder's place (a link in the instructors page was measured against #f3f4f5, the grey of code and tables,
+    4.34:1; laid out, it is on the page's own background); WIDE_MATH measures every equation."""
+    page.add_style_tag(
+        content=".bd-article section, .bd-article section > * { content-visibility: visible !important; }")
+
+
 def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> dict:
     page = context.new_page()
     errors: list[str] = []
@@ -189,6 +198,7 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
         "thebe_button": page.locator(".btn-launch-thebe, .thebe-launch-button").count(),
         "theme_light": page.evaluate("document.documentElement.dataset.theme"),
     }
+    _lay_out_everything(page)
     page.add_script_tag(path=str(AXE_JS))
     record["axe_light"] = page.evaluate(RUN_AXE, None)  # every rule
     record["details"] = page.evaluate(DETAILS)
@@ -199,15 +209,12 @@ def _visit(context, recorder, base: str, html: Path, rel: str, shots: Path) -> d
     _settle(page, inflight)
     record["theme_dark"] = page.evaluate("document.documentElement.dataset.theme")
     record["images_dark"] = page.evaluate(IMAGES)
+    _lay_out_everything(page)
     page.add_script_tag(path=str(AXE_JS))
     # Dark mode changes colours only (the same document, another stylesheet): the rules that read colours again.
     record["axe_dark"] = page.evaluate(RUN_AXE, DARK_RULES)
     name = rel.replace("/", "_").removesuffix(".html")
-    # The site lets the browser skip rendering what is far off screen (content-visibility in site.css): lay out
-    # everything to measure every equation.
-    page.add_style_tag(
-        content=".bd-article section, .bd-article section > * { content-visibility: visible !important; }")
-    record["wide_math"] = page.evaluate(WIDE_MATH)
+    record["wide_math"] = page.evaluate(WIDE_MATH)  # every equation, laid out
     page.screenshot(path=str(shots / f"{name}-dark.png"))  # the first screen (a full page costs seconds a chapter)
     page.evaluate("() => { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); }")
 
