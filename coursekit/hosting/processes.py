@@ -42,11 +42,11 @@ def free_port() -> int:
 # (jupyterhub.utils.wait_for_http_server), routes its user to the first user's server (seen in bench_hub: a student's
 # request answered 404 by another student's server). Ports below the ephemeral range are never handed out by bind(0)
 # or connect(), so no other process of the machine draws them either.
-SERVER_PORTS = 10_000  # accounts whose uids differ by less than this get different ports
+SERVER_PORT_SPAN = 10_000  # how many ports: accounts whose uids differ by less than this get different ports
 EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
-def server_ports(span: int = SERVER_PORTS, ephemeral: Path = EPHEMERAL) -> tuple[int, int]:
+def server_ports(span: int = SERVER_PORT_SPAN, ephemeral: Path = EPHEMERAL) -> tuple[int, int]:
     """(first port, span) of the users' servers: the ``span`` ports just below the ephemeral range."""
     try:
         low = int(ephemeral.read_text().split()[0])

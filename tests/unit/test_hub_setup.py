@@ -12,7 +12,6 @@ import pytest
 from coursekit import CourseKitError
 from coursekit import hosting
 from coursekit.hosting import accounts, database, environment, layout, processes
-from coursekit.hosting.processes import SERVER_PORTS as SERVER_SPAN
 from coursekit.hosting.state import State
 
 
@@ -241,7 +240,7 @@ def test_each_users_server_has_a_port_of_its_own_below_the_ephemeral_range(tmp_p
         processes.server_ports(ephemeral=ranges)
     with pytest.raises(CourseKitError, match="missing: cannot read the ephemeral port range"):
         processes.server_ports(ephemeral=tmp_path / "missing")
-    assert processes.server_ports()[0] + SERVER_SPAN <= int(processes.EPHEMERAL.read_text().split()[0])
+    assert processes.server_ports()[0] + processes.SERVER_PORT_SPAN <= int(processes.EPHEMERAL.read_text().split()[0])
 
 
 def test_the_database_service_knows_the_worker_and_watcher_of_its_account():
