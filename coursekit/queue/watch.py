@@ -2,8 +2,9 @@
 
 Every ``c.GradingQueue.watch_interval_s`` seconds it looks at ``submitted/<student>/<assignment>/`` (where ``nbgrader
 collect`` and ``nbgrader zip_collect`` put submissions). With ``--exchange`` it first runs stock ``nbgrader collect``
-for an assignment whenever nbgrader's exchange inbound folder holds a submission it has not collected yet, so students
-who ``nbgrader submit`` (or press *Submit* in JupyterHub) are graded without anyone typing a command.
+for an assignment whenever nbgrader's exchange inbound folder holds a submission it has not collected yet and that
+has not changed for ``settle_s`` (stock submit writes it in place), so students who ``nbgrader submit`` (or press
+*Submit* in JupyterHub) are graded without anyone typing a command.
 
 A submission is new when its folder's fingerprint (every file's path, size and modification time) differs from the
 one last seen; it is enqueued once the folder has stayed the same for ``settle_s`` seconds (a copy in progress is
@@ -22,7 +23,9 @@ What it has seen, and how often it enqueued each submission, lives in the queue'
 """
 from __future__ import annotations
 
+import glob
 import hashlib
+import itertools
 import signal
 import threading
 import time
@@ -38,6 +41,21 @@ def fingerprint(folder: Path) -> str:
     for path in sorted(folder.rglob("*")):
         info = path.lstat()
         digest.update(f"{path.relative_to(folder)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def folder_state(folder: Path, most: int = 10_000) -> str:
+    """What changes while something is written into ``folder``: its own and each entry's path, size, mode, modification
+    and change times (links are not followed; at most ``most`` entries: a student's folder may hold any number). An
+    unreadable folder is a state of its own."""
+    digest = hashlib.sha256()
+    try:
+        for path in [folder, *itertools.islice(folder.rglob("*"), most)]:
+            info = path.lstat()
+            digest.update(f"{path.relative_to(folder)}\0{info.st_size}\0{info.st_mode}\0{info.st_mtime_ns}\0"
+                          f"{info.st_ctime_ns}\n".encode())
+    except OSError as error:
+        digest.update(f"unreadable: {error.errno}".encode())
     return digest.hexdigest()
 
 
@@ -65,6 +83,8 @@ class Watcher:
         self.max_gradings = settings.max_gradings if max_gradings is None else max_gradings
         self.pending: dict[tuple[str, str], tuple[str, float]] = {}  # changed, not quiet long enough yet
         self.inbound_seen: set[str] = set()
+        # per assignment, the inbound folders not collected yet: {name: (state, since when it has had that state)}
+        self.inbound_pending: dict[str, dict[str, tuple[str, float]]] = {}
         self.told: set[tuple[str, str, str]] = set()
 
     def run(self, rounds: int | None = None) -> None:
@@ -97,24 +117,56 @@ class Watcher:
 
     # ---------------------------------------------------------------------------------------------- the exchange
     def collect(self, assignment: str) -> None:
-        """Stock ``nbgrader collect`` when the exchange inbound folder has a submission of ``assignment`` it had not."""
+        """Stock ``nbgrader collect`` when the exchange inbound folder has a submission of ``assignment`` it had not,
+        once that submission has been quiet for ``settle_s``: stock submit writes into its inbound folder in place,
+        and collect never takes a submission of the same time again, so a half-written one would stay half-collected.
+        While one student's new submission is still changing, the quiet ones are collected student by student."""
         from nbgrader.apps.api import NbGraderAPI
         from nbgrader.exchange.default.exchange import Exchange
 
         inbound = Path(Exchange(config=self.course.config).root) / self.course.course_id / "inbound"
-        found = {p.name for p in inbound.glob(f"*+{assignment}+*")} if inbound.is_dir() else set()
-        if not found - self.inbound_seen:
+        ready, waiting = self.inbound_ready(inbound, assignment)
+        if not ready:
             return
         api = NbGraderAPI(coursedir=self.course.coursedir, config=self.course.config)
-        out = api.collect(assignment, update=True)
-        if out.get("success"):
-            self.inbound_seen |= found
-            for line in (out.get("log") or "").splitlines():  # what collect left out, and why: the instructor's to see
-                if line.startswith("[WARNING] ") and ("collect", assignment, line) not in self.told:
-                    self.told.add(("collect", assignment, line))
-                    self.echo(f"watch: nbgrader collect {assignment}: {line.removeprefix('[WARNING] ')}")
-        else:
-            self.echo(f"watch: nbgrader collect {assignment} failed: {(out.get('error') or out.get('log') or '')[-500:]}")
+        by_student = {None: ready} if not waiting else {}
+        for name in ready if waiting else ():
+            by_student.setdefault(name.rsplit("+", 3)[0], set()).add(name)
+        for student, names in sorted(by_student.items(), key=lambda item: item[0] or ""):
+            before = api.coursedir.student_id
+            api.coursedir.student_id = student or ""  # CourseDirectory.student_id: collect that student only
+            try:
+                out = api.collect(assignment, update=True)
+            finally:
+                api.coursedir.student_id = before
+            if out.get("success"):
+                self.inbound_seen |= names
+                for line in (out.get("log") or "").splitlines():  # what collect left out, and why: the instructor's
+                    if line.startswith("[WARNING] ") and ("collect", assignment, line) not in self.told:
+                        self.told.add(("collect", assignment, line))
+                        self.echo(f"watch: nbgrader collect {assignment}: {line.removeprefix('[WARNING] ')}")
+            else:
+                self.echo(f"watch: nbgrader collect {assignment} failed: "
+                          f"{(out.get('error') or out.get('log') or '')[-500:]}")
+
+    def inbound_ready(self, inbound: Path, assignment: str) -> tuple[set[str], set[str]]:
+        """The inbound folders of ``assignment`` not collected yet that have been quiet for ``settle_s`` (``ready``),
+        and those still changing (``waiting``). A student with a folder still changing has none ready: collect takes
+        each student's newest submission, which may be the one still being written."""
+        now = time.monotonic()
+        new = {p.name for p in inbound.glob(f"*+{glob.escape(assignment)}+*")} if inbound.is_dir() else set()
+        new -= self.inbound_seen
+        pending = self.inbound_pending.setdefault(assignment, {})
+        for gone in set(pending) - new:
+            del pending[gone]
+        quiet, waiting = set(), set()
+        for name in new:
+            state = folder_state(inbound / name)
+            if pending.get(name, ("",))[0] != state:
+                pending[name] = (state, now)
+            (quiet if now - pending[name][1] >= self.settle else waiting).add(name)
+        held = {name.rsplit("+", 3)[0] for name in waiting}
+        return {name for name in quiet if name.rsplit("+", 3)[0] not in held}, waiting
 
     # ---------------------------------------------------------------------------------------------- submitted/
     def look(self, hw) -> list[tuple[str, str]]:

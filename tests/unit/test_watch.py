@@ -259,3 +259,62 @@ def test_a_signal_ends_the_watch_after_the_round_even_if_nbgrader_swallows_it(tm
     before = signal.getsignal(signal.SIGINT)
     watcher.run()  # returns instead of looping forever
     assert len(rounds) == 2 and signal.getsignal(signal.SIGINT) is before
+
+
+# ------------------------------------------------------------------------------------------------ the exchange
+def inbound_folder(inbound, student: str, stamp: str) -> "os.PathLike":
+    folder = inbound / f"{student}+{NAME}+{stamp}+abc"
+    folder.mkdir(parents=True)
+    (folder / NOTEBOOK).write_text("{}")
+    return folder
+
+
+def test_an_inbound_submission_is_collected_only_once_it_is_quiet(course, tmp_path, monkeypatch):
+    """Stock submit writes into its inbound folder in place, and collect never takes a submission of the same time
+    again: one still being written must wait (a half-collected one stayed half-collected in the hosted course)."""
+    clock = [1000.0]
+    monkeypatch.setattr(watch.time, "monotonic", lambda: clock[0])
+    inbound = tmp_path / "exchange" / "inbound"
+    w = watcher(course, settle_s=2)
+    ada = inbound_folder(inbound, "ada", "2026-12-07 10:00:00.000000 UTC")
+    assert w.inbound_ready(inbound, NAME) == (set(), {ada.name}), "just seen: still within settle_s"
+    assert w.inbound_ready(inbound, "other") == (set(), set()), "each look goes through every assignment"
+    clock[0] += 1.5
+    (ada / "data.csv").write_text("1,2")  # the copy goes on
+    clock[0] += 1.5
+    assert w.inbound_ready(inbound, NAME) == (set(), {ada.name}), "it changed: the quiet time starts again"
+    clock[0] += 2
+    assert w.inbound_ready(inbound, "other") == (set(), set())
+    assert w.inbound_ready(inbound, NAME) == ({ada.name}, set()), "quiet for settle_s, whatever the other looks found"
+    os.chmod(ada, 0o770)  # stock submit's last steps change permissions only (the change time)
+    assert w.inbound_ready(inbound, NAME) == (set(), {ada.name})
+    clock[0] += 2
+    assert w.inbound_ready(inbound, NAME) == ({ada.name}, set())
+    w.inbound_seen.add(ada.name)
+    assert w.inbound_ready(inbound, NAME) == (set(), set()), "collected: never again"
+
+
+def test_a_student_still_writing_holds_back_only_their_own_submissions(course, tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(watch.time, "monotonic", lambda: clock[0])
+    inbound = tmp_path / "exchange" / "inbound"
+    w = watcher(course, settle_s=2)
+    old = inbound_folder(inbound, "bob", "2026-12-07 09:00:00.000000 UTC")
+    grace = inbound_folder(inbound, "grace", "2026-12-07 10:00:00.000000 UTC")
+    w.inbound_ready(inbound, NAME)
+    clock[0] += 3
+    new = inbound_folder(inbound, "bob", "2026-12-07 10:00:05.000000 UTC")  # bob submits again: being written
+    ready, waiting = w.inbound_ready(inbound, NAME)
+    assert ready == {grace.name} and old.name not in ready, "bob's quiet older folder waits too: collect would take his newest, half-written"
+    assert waiting == {new.name}
+
+
+def test_folder_state_sees_a_change_of_permissions_and_is_bounded(folder):
+    before = watch.folder_state(folder)
+    os.chmod(folder / "nb.ipynb", 0o600)
+    assert watch.folder_state(folder) != before
+    for k in range(30):
+        (folder / f"f{k}").write_text("")
+    assert watch.folder_state(folder, most=5) == watch.folder_state(folder, most=5)
+    missing = folder.parent / "missing"
+    assert watch.folder_state(missing) == watch.folder_state(missing) != watch.folder_state(folder)
