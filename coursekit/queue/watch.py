@@ -26,6 +26,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import itertools
+import pwd
 import signal
 import threading
 import time
@@ -57,6 +58,14 @@ def folder_state(folder: Path, most: int = 10_000) -> str:
     except OSError as error:
         digest.update(f"unreadable: {error.errno}".encode())
     return digest.hexdigest()
+
+
+def owner(path: Path) -> str | None:
+    """The account that owns ``path`` (not followed), or None."""
+    try:
+        return pwd.getpwuid(path.lstat().st_uid).pw_name
+    except (OSError, KeyError):
+        return None
 
 
 def newest_change(folder: Path) -> float:
@@ -165,7 +174,9 @@ class Watcher:
             if pending.get(name, ("",))[0] != state:
                 pending[name] = (state, now)
             (quiet if now - pending[name][1] >= self.settle else waiting).add(name)
-        held = {name.rsplit("+", 3)[0] for name in waiting}
+        # Only a folder its student owns holds that student back: collect leaves any other out (one named for a
+        # classmate cannot stall the classmate's collection by changing).
+        held = {name.rsplit("+", 3)[0] for name in waiting if owner(inbound / name) == name.rsplit("+", 3)[0]}
         return {name for name in quiet if name.rsplit("+", 3)[0] not in held}, waiting
 
     # ---------------------------------------------------------------------------------------------- submitted/

@@ -295,18 +295,25 @@ def test_an_inbound_submission_is_collected_only_once_it_is_quiet(course, tmp_pa
 
 
 def test_a_student_still_writing_holds_back_only_their_own_submissions(course, tmp_path, monkeypatch):
+    """Collect takes each student's newest submission: one still being written holds back that student's older, quiet
+    one. A folder named for a classmate but owned by someone else (collect leaves it out) holds back nobody."""
+    import getpass
+
+    me = getpass.getuser()  # the folders here are this account's: its own name is the student who owns them
     clock = [1000.0]
     monkeypatch.setattr(watch.time, "monotonic", lambda: clock[0])
     inbound = tmp_path / "exchange" / "inbound"
     w = watcher(course, settle_s=2)
-    old = inbound_folder(inbound, "bob", "2026-12-07 09:00:00.000000 UTC")
+    old = inbound_folder(inbound, me, "2026-12-07 09:00:00.000000 UTC")
     grace = inbound_folder(inbound, "grace", "2026-12-07 10:00:00.000000 UTC")
     w.inbound_ready(inbound, NAME)
     clock[0] += 3
-    new = inbound_folder(inbound, "bob", "2026-12-07 10:00:05.000000 UTC")  # bob submits again: being written
+    new = inbound_folder(inbound, me, "2026-12-07 10:00:05.000000 UTC")  # submits again: still being written
+    spoof = inbound_folder(inbound, "grace", "2999-01-01 00:00:00.000000 UTC")  # not grace's: owned by `me`
     ready, waiting = w.inbound_ready(inbound, NAME)
-    assert ready == {grace.name} and old.name not in ready, "bob's quiet older folder waits too: collect would take his newest, half-written"
-    assert waiting == {new.name}
+    assert old.name not in ready, "the quiet older folder waits too: collect would take the newest, half-written"
+    assert ready == {grace.name}, "a changing folder that is not grace's does not hold grace back"
+    assert waiting == {new.name, spoof.name}
 
 
 def test_folder_state_sees_a_change_of_permissions_and_is_bounded(folder):
