@@ -157,11 +157,12 @@ class SafeExchangeSubmit(SafeNames, ExchangeSubmit):
         os.chmod(os.path.join(self.inbound_path, self.assignment_filename), SUBMISSION_MODE)
 
 
-def _owner(uid: int) -> str:
+def account(uid: int) -> str | None:
+    """The name of the account with ``uid``, or None when there is none (the watcher asks the same question)."""
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
-        return f"uid {uid}"
+        return None
 
 
 class SafeExchangeCollect(SafeNames, ExchangeCollect):
@@ -194,10 +195,10 @@ class SafeExchangeCollect(SafeNames, ExchangeCollect):
             if not stat.S_ISDIR(info.st_mode):
                 self.log.warning("%s: inbound entry %r is not a folder (a link or a file): not collected", username, name)
                 continue
-            if _owner(info.st_uid) != username:
+            if account(info.st_uid) != username:
                 self.log.warning("inbound folder %r claims to be %s's submission but belongs to %s: not collected "
                                  "(a submission is only ever collected from its own student's folder)",
-                                 name, username, _owner(info.st_uid))
+                                 name, username, account(info.st_uid) or f"uid {info.st_uid}")
                 continue
             by_student[username].append({"username": username, "filename": name, "timestamp": timestamp})
         with self._gradebook() as gb:

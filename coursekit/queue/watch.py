@@ -26,13 +26,13 @@ from __future__ import annotations
 import glob
 import hashlib
 import itertools
-import pwd
 import signal
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
+from ..exchange import account
 from . import Seen
 
 
@@ -61,10 +61,10 @@ def folder_state(folder: Path, most: int = 10_000) -> str:
 
 
 def owner(path: Path) -> str | None:
-    """The account that owns ``path`` (not followed), or None."""
+    """The account that owns ``path`` (not followed), or None: the rule stock collect's inbound reader applies."""
     try:
-        return pwd.getpwuid(path.lstat().st_uid).pw_name
-    except (OSError, KeyError):
+        return account(path.lstat().st_uid)
+    except OSError:
         return None
 
 
