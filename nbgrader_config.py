@@ -90,6 +90,9 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# Stock HTML export of the feedback page, less a whole-page pass it cannot use (a feedback page has no image): about
+# half the cost of each page.
+c.GenerateFeedback.exporter_class = "coursekit.feedback.FeedbackExporter"
 # Grading on submit (`python -m coursekit grade --watch`, the hosted course): each student's feedback is released as
 # soon as their submission is graded. "visible": the visible checks' verdicts only (a hidden test's result comes with
 # your final feedback, so resubmitting cannot probe hidden tests); "all": every autograded test; "off": none.

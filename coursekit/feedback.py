@@ -23,6 +23,9 @@ from __future__ import annotations
 import copy
 import re
 
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import is_grade, is_solution
@@ -124,6 +127,35 @@ class WarnUngraded(CoursePreprocessor):
             self.log.warning("feedback for %s shows 0 for answers not graded yet (formgrader): %s",
                              info["student"], ", ".join(w[2] for w in waiting))
         return nb, resources
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader generate_feedback's exporter (``c.GenerateFeedback.exporter_class``): stock ``HTMLExporter`` with the
+    feedback template, less the whole-page pass it cannot use.
+
+    After rendering, ``HTMLExporter`` parses the page with BeautifulSoup to give images without ``alt`` a description
+    and JupyterLab's cells a ``tabindex``, and writes it out again: half the cost of a feedback page (thousands of
+    highlighted-code tags). A feedback page has no image (``TrustedOutputs`` keeps no output but the checker's text)
+    and no JupyterLab cell (nbgrader's template is the classic one), so here the pass runs only when the page holds
+    either: then the page is exported the stock way. Otherwise the page is the one stock writes, but for how the
+    parser re-serialises it (``tests/unit/test_feedback.py`` checks both)."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        langinfo = nb.metadata.get("language_info", {})
+        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        first = copy.deepcopy(resources)  # the stock export, if it must run, starts from what it was given
+        resources = self._init_resources(resources)
+        self.register_filter("highlight_code", highlight_code)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
+                                                                       parent=self, resources=resources))
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        if STOCK_PASS.search(html):
+            return super().from_notebook_node(nb, first, **kw)
+        return html, resources
+
+
+STOCK_PASS = re.compile(r"<img\b|jp-Notebook|jp-Cell-inputWrapper|jp-OutputArea-output", re.IGNORECASE)
 
 
 # ------------------------------------------------------------------------------------------------ feedback on submit

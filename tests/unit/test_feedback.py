@@ -226,3 +226,59 @@ def test_feedback_on_submit_says_what_became_of_the_feedback(config, monkeypatch
         assert FakeAPI.calls == []
     else:
         assert FakeAPI.calls[0] == ("generate_feedback", "hw", "ada", mode)
+
+
+# ------------------------------------------------------------------------------------------------ the feedback page
+def page_config(config):
+    """The course's configuration with what stock ``GenerateFeedback`` adds for its page (nbgrader's template)."""
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    return GenerateFeedback(coursedir=CourseDirectory(config=config), config=copy.deepcopy(config)).config
+
+
+def page_notebook(markdown: str):
+    cells = [create_solution_cell("def f(x):\n    return 2 * x  # <b>not a tag</b> & 'quotes'", "code", "f"),
+             graded_test_cell([]), create_grade_and_solution_cell(markdown, "markdown", "why", 1)]
+    for cell in cells:
+        cell.metadata.nbgrader["score"] = cell.metadata.nbgrader.get("points")
+    return new_notebook(cells=cells, metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}})
+
+
+def resources():
+    return {"nbgrader": {"notebook": "hw", "score": 3.0, "max_score": 3.0, "late_penalty": 0, "student": "s",
+                        "assignment": "a"}}
+
+
+def test_the_course_exports_feedback_with_the_feedback_exporter(config):
+    from coursekit.feedback import FeedbackExporter
+
+    assert import_item(config.GenerateFeedback.exporter_class) is FeedbackExporter
+
+
+def test_the_feedback_page_is_stocks_page_without_the_pass_it_cannot_use(config, monkeypatch):
+    """Without an image, the page is the stock page as the stock pass reads it, and BeautifulSoup never runs."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter, html
+
+    from coursekit.feedback import FeedbackExporter
+
+    nb, cfg = page_notebook("Because *f* doubles: 2 < 3 & \"so on\"."), page_config(config)
+    stock, _ = HTMLExporter(config=cfg).from_notebook_node(nb, resources())
+    monkeypatch.setattr(html, "BeautifulSoup", lambda *a, **k: pytest.fail("the whole-page pass ran"))
+    ours, out = FeedbackExporter(config=cfg).from_notebook_node(nb, resources())
+    assert str(BeautifulSoup(ours, features="html.parser")) == stock
+    assert "Score: 3.0 / 3.0" in ours and "doubles" in ours and out["output_extension"] == ".html"
+
+
+def test_a_feedback_page_with_an_image_is_exported_the_stock_way(config):
+    from nbconvert.exporters import HTMLExporter
+
+    from coursekit.feedback import FeedbackExporter
+
+    nb, cfg = page_notebook("Like this: <img src=\"data:image/png;base64,iVBORw0KGgo=\">"), page_config(config)
+    stock, _ = HTMLExporter(config=cfg).from_notebook_node(nb, resources())
+    given = resources()
+    ours, _ = FeedbackExporter(config=cfg).from_notebook_node(nb, given)
+    assert ours == stock and "No description has been provided for this image" in ours
+    assert given == resources(), "the stock export started from what it was given, not from a used copy"
