@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import re
 
+import jinja2
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
@@ -138,7 +139,15 @@ class FeedbackExporter(HTMLExporter):
     highlighted-code tags). A feedback page has no image (``TrustedOutputs`` keeps no output but the checker's text)
     and no JupyterLab cell (nbgrader's template is the classic one), so here the pass runs only when the page holds
     either: then the page is exported the stock way. Otherwise the page is the one stock writes, but for how the
-    parser re-serialises it (``tests/unit/test_feedback.py`` checks both)."""
+    parser re-serialises it (``tests/unit/test_feedback.py`` checks both).
+
+    Its templates are compiled once per process (``COMPILED``), not once per page: grading on submit makes a page per
+    submission, each with a new exporter, in a process that lives for many."""
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = COMPILED
+        return environment
 
     def from_notebook_node(self, nb, resources=None, **kw):
         langinfo = nb.metadata.get("language_info", {})
@@ -155,6 +164,22 @@ class FeedbackExporter(HTMLExporter):
         return html, resources
 
 
+class CompiledTemplates(jinja2.BytecodeCache):
+    """Jinja's compiled templates, kept in memory for the process; a template whose source changed is compiled again
+    (Jinja keys each by name and checks its source's checksum)."""
+
+    def __init__(self):
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket):
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+COMPILED = CompiledTemplates()
 STOCK_PASS = re.compile(r"<img\b|jp-Notebook|jp-Cell-inputWrapper|jp-OutputArea-output", re.IGNORECASE)
 
 

@@ -282,3 +282,20 @@ def test_a_feedback_page_with_an_image_is_exported_the_stock_way(config):
     ours, _ = FeedbackExporter(config=cfg).from_notebook_node(nb, given)
     assert ours == stock and "No description has been provided for this image" in ours
     assert given == resources(), "the stock export started from what it was given, not from a used copy"
+
+
+def test_a_process_compiles_the_feedback_templates_once(config, monkeypatch):
+    """Grading on submit makes a new exporter per page in a long-lived process: the second compiles nothing."""
+    import jinja2
+
+    from coursekit.feedback import COMPILED, FeedbackExporter
+
+    COMPILED.compiled.clear()
+    compiled, compile = [], jinja2.Environment.compile
+    monkeypatch.setattr(jinja2.Environment, "compile", lambda env, *a, **k: compiled.append(1) or compile(env, *a, **k))
+    nb, cfg = page_notebook("Because *f* doubles."), page_config(config)
+    first, _ = FeedbackExporter(config=cfg).from_notebook_node(nb, resources())
+    assert compiled, "the control: the first page compiled its templates"
+    compiled.clear()
+    second, _ = FeedbackExporter(config=cfg).from_notebook_node(nb, resources())
+    assert not compiled and second == first
