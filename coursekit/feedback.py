@@ -92,10 +92,19 @@ class TrustedOutputs(CoursePreprocessor):
 
 def ungraded(gradebook: Gradebook, assignment: str, students: list[str] | None = None) -> list[tuple[str, str, str]]:
     """(student, notebook, grade_id) of every grade of ``assignment`` that still needs a grader."""
+    from nbgrader.api import MissingEntry
+
     found = []
-    for submission in gradebook.assignment_submissions(assignment):
-        if students and submission.student.id not in students:
-            continue
+    if students:  # the named students' submissions only (feedback asks for one student, for each of a class)
+        submissions = []
+        for student in students:
+            try:
+                submissions.append(gradebook.find_submission(assignment, student))
+            except MissingEntry:
+                continue
+    else:
+        submissions = gradebook.assignment_submissions(assignment)
+    for submission in submissions:
         for notebook in submission.notebooks:
             found += [(submission.student.id, notebook.name, grade.name) for grade in notebook.grades
                       if grade.needs_manual_grade]

@@ -125,3 +125,13 @@ def test_no_warning_when_the_selected_students_are_graded(gradebook, tmp_path, c
         CheckedCsvExport(to=str(tmp_path / "grades.csv"), student=["ada"], log=LOG).export(gradebook)
         CanvasCsvExport(to=str(tmp_path / "canvas.csv"), student=["ada"], log=LOG).export(gradebook)
     assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_ungraded_answers_of_named_students_only(gradebook):
+    """Feedback asks for one student at a time: only that student's submission is read."""
+    from coursekit.feedback import ungraded
+
+    assert ungraded(gradebook, "hw1") == [("s2", "hw1", "essay")]
+    assert ungraded(gradebook, "hw1", ["s2"]) == [("s2", "hw1", "essay")]
+    assert ungraded(gradebook, "hw1", ["ada"]) == []
+    assert ungraded(gradebook, "hw1", ["s3", "nobody"]) == [], "no submission, no such student: nothing waits"
