@@ -153,6 +153,17 @@ class FeedbackExporter(HTMLExporter):
     Its templates are compiled once per process (``COMPILED``), not once per page: grading on submit makes a page per
     submission, each with a new exporter, in a process that lives for many."""
 
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        """Stock markdown rendering, remembered: a course's prose is the same on every student's page."""
+        cell = context.get("cell", {})
+        if cell.get("attachments"):
+            return super().markdown2html(context, source)
+        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        key = ("markdown", source, path, self.embed_images, self.anchor_link_text, self.exclude_anchor_links,
+               repr(sorted(self.lexer_options.items())))
+        return REMEMBERED.get(key, lambda: super(FeedbackExporter, self).markdown2html(context, source))
+
     def _create_environment(self):
         environment = super()._create_environment()
         environment.bytecode_cache = COMPILED
@@ -162,6 +173,8 @@ class FeedbackExporter(HTMLExporter):
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
         highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        if isinstance(highlight_code, Highlight2HTML):
+            highlight_code = RememberedHighlight(highlight_code)
         first = copy.deepcopy(resources)  # the stock export, if it must run, starts from what it was given
         resources = self._init_resources(resources)
         self.register_filter("highlight_code", highlight_code)
@@ -189,6 +202,38 @@ class CompiledTemplates(jinja2.BytecodeCache):
 
 
 COMPILED = CompiledTemplates()
+
+
+class Remembered:
+    """Rendered pieces of feedback pages (highlighted code, markdown), kept for the process, at most ``most``: the
+    release's cells are the same on every student's page, and grading on submit makes one page at a time."""
+
+    def __init__(self, most: int = 2000):
+        self.most, self.pieces = most, {}
+
+    def get(self, key, render):
+        if key not in self.pieces:
+            if len(self.pieces) >= self.most:
+                self.pieces.clear()
+            self.pieces[key] = render()
+        return self.pieces[key]
+
+
+REMEMBERED = Remembered()
+
+
+class RememberedHighlight:
+    """nbconvert's ``Highlight2HTML`` filter, remembered by what its output depends on: the source, the language, the
+    cell's ``magics_language`` (the only metadata it reads) and the filter's own settings."""
+
+    def __init__(self, highlight: Highlight2HTML):
+        self.highlight = highlight
+
+    def __call__(self, source, language=None, metadata=None):
+        magics = (metadata or {}).get("magics_language")
+        key = ("code", source, language, magics, self.highlight.pygments_lexer,
+               repr(sorted(self.highlight.extra_formatter_options.items())))
+        return REMEMBERED.get(key, lambda: self.highlight(source, language, metadata))
 STOCK_PASS = re.compile(r"<img\b|jp-Notebook|jp-Cell-inputWrapper|jp-OutputArea-output", re.IGNORECASE)
 
 

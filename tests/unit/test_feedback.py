@@ -299,3 +299,35 @@ def test_a_process_compiles_the_feedback_templates_once(config, monkeypatch):
     compiled.clear()
     second, _ = FeedbackExporter(config=cfg).from_notebook_node(nb, resources())
     assert not compiled and second == first
+
+
+def test_remembered_code_and_prose_make_the_same_page_for_the_next_student(config, monkeypatch):
+    """The second student's page, from pieces remembered from the first's, is the page stock makes for them: scores,
+    answers and a cell whose magics change its language included."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+    from nbformat.v4 import new_code_cell
+
+    from coursekit.feedback import REMEMBERED, FeedbackExporter
+
+    REMEMBERED.pieces.clear()
+    cfg = page_config(config)
+    first, second = page_notebook("Because *f* doubles."), page_notebook("It doubles, **so** 2 < 3.")
+    second.cells[1].metadata.nbgrader["score"] = 0.5
+    for nb in (first, second):
+        nb.cells += [new_code_cell("%%bash\necho $HOME", metadata={"magics_language": "bash"}),
+                     new_code_cell("%%bash\necho $HOME")]
+    FeedbackExporter(config=cfg).from_notebook_node(first, resources())
+    assert REMEMBERED.pieces, "the control: the first page left pieces to remember"
+    stock, _ = HTMLExporter(config=cfg).from_notebook_node(second, resources())
+    ours, _ = FeedbackExporter(config=cfg).from_notebook_node(second, resources())
+    assert str(BeautifulSoup(ours, features="html.parser")) == stock
+    assert "so</strong> 2 &lt; 3" in ours and "0.5 / 2.0" in ours
+
+
+def test_remembered_pieces_are_bounded():
+    from coursekit.feedback import Remembered
+
+    kept = Remembered(most=3)
+    assert [kept.get(i, lambda i=i: i * 10) for i in range(5)] == [0, 10, 20, 30, 40]
+    assert len(kept.pieces) <= 3 and kept.get(4, lambda: "rendered again") == 40
