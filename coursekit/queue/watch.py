@@ -185,7 +185,13 @@ class Watcher:
 
         course, name = self.course, hw.name
         seen = self.queue.seen(name)
-        due = due_date(course, name)
+        due: list[datetime | None] = []  # read from the gradebook only in a look that finds a submission ready
+
+        def due_now() -> datetime | None:
+            if not due:
+                due.append(due_date(course, name))
+            return due[0]
+
         now = time.monotonic()
         ready: dict[str, tuple[str, Seen]] = {}
         for student in course.students("submitted", name):
@@ -207,8 +213,9 @@ class Watcher:
             stamp = course.coursedir.get_existing_timestamp(str(folder))
             if before is None and graded.is_dir() and newest_change(graded) >= newest_change(folder):
                 record.note = "already autograded"
-            elif due is not None and stamp is not None and stamp > due:
-                record.note = f"submitted {stamp:%Y-%m-%d %H:%M} UTC, after the due date {due:%Y-%m-%d %H:%M} UTC"
+            elif stamp is not None and due_now() is not None and stamp > due_now():
+                record.note = (f"submitted {stamp:%Y-%m-%d %H:%M} UTC, after the due date {due_now():%Y-%m-%d %H:%M} "
+                               f"UTC")
             elif record.gradings >= self.max_gradings:
                 record.note = f"limit of {self.max_gradings} automatic gradings reached"
             if record.note:

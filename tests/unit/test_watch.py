@@ -213,6 +213,20 @@ def test_nothing_submitted_after_the_due_date(course):
     assert any("late" in line and "after the due date" in line for line in said)
 
 
+def test_a_look_opens_the_gradebook_only_when_a_submission_is_ready(course, monkeypatch):
+    """The watcher looks every 2 s: the due date is read (a gradebook connection) only when something is to be queued."""
+    from coursekit.queue import watch
+
+    reads = []
+    monkeypatch.setattr(watch, "due_date", lambda course, name: reads.append(name) or None)
+    w = watcher(course)
+    assert w.once() == [] and reads == [], "nothing submitted: no gradebook"
+    for student in ("alice", "bob"):
+        (submit(course.root, student).parent / "timestamp.txt").write_text("2024-01-10 11:59:59.000000 UTC")
+    assert sorted(s for _, s in w.once()) == ["alice", "bob"] and reads == [NAME], "read once for the look"
+    assert w.once() == [] and reads == [NAME], "nothing new: no gradebook"
+
+
 def test_due_date_is_none_for_an_assignment_not_in_the_gradebook(course):
     assert due_date(course, NAME) is None
 
