@@ -114,6 +114,8 @@ def start_hub(paths: Paths, state: State, settings: dict, log, timeout: float = 
     """Start JupyterHub and wait until it and the grading service answer: in the foreground of this machine's session
     (the demo, the tests), or as the systemd service ``coursekit-hub`` (``service``: a real host; it survives
     reboots)."""
+    hub_log = paths.state / "jupyterhub.log"
+    start = hub_log.stat().st_size if hub_log.exists() else 0  # what this start logs comes after
     if service:
         if not has_systemd():
             raise CourseKitError("--service needs systemd as this machine's init system; without it the hub runs "
@@ -125,7 +127,7 @@ def start_hub(paths: Paths, state: State, settings: dict, log, timeout: float = 
         proc = None
         state.pid = int(run(["systemctl", "show", "--property=MainPID", "--value", UNIT.name]).stdout.strip() or 0)
     else:
-        log_file = open(paths.state / "jupyterhub.log", "ab")
+        log_file = open(hub_log, "ab")
         proc = subprocess.Popen([str(paths.venv / "bin" / "jupyterhub"), "-f", str(paths.etc / "jupyterhub_config.py")],
                                 cwd=paths.state, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=hub_environment(paths))
@@ -136,8 +138,8 @@ def start_hub(paths: Paths, state: State, settings: dict, log, timeout: float = 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise CourseKitError(f"JupyterHub exited ({proc.returncode}); its log: {paths.state / 'jupyterhub.log'}\n"
-                                 + (paths.state / "jupyterhub.log").read_text()[-3000:])
+            raise CourseKitError(f"JupyterHub exited ({proc.returncode}); what it logged ({hub_log}):\n"
+                                 + logged_since(hub_log, start))
         try:
             hub = api(url, "/hub/api/", token)
             service_status = api(url, f"/hub/api/services/{settings['course_id']}", token)
@@ -147,7 +149,8 @@ def start_hub(paths: Paths, state: State, settings: dict, log, timeout: float = 
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.25)
-    raise CourseKitError(f"the hub did not answer within {timeout:.0f} s; its log: {paths.state / 'jupyterhub.log'}")
+    raise CourseKitError(f"the hub did not answer within {timeout:.0f} s; what it logged ({hub_log}):\n"
+                         + logged_since(hub_log, start))
 
 
 SLOW_STOP_S = 10  # a hub that takes longer to stop says what it logged meanwhile

@@ -160,6 +160,26 @@ def test_without_systemd_the_service_is_refused_with_what_to_do(tmp_path, monkey
     assert not processes.UNIT.exists() or processes.UNIT.read_text() != processes.systemd_unit(paths)
 
 
+def test_a_hub_that_exits_at_start_is_reported_with_what_this_start_logged(tmp_path):
+    from coursekit import CourseKitError
+    from coursekit.hosting import processes
+    from coursekit.hosting.state import State
+
+    paths = hosting.Paths(prefix=tmp_path / "opt", state=tmp_path / "state", srv=tmp_path / "srv")
+    paths.state.mkdir(parents=True)
+    (paths.state / "admin-token").write_text("t" * 64)
+    (paths.state / "jupyterhub.log").write_text("an earlier run's line\n" * 100)
+    hub = paths.venv / "bin" / "jupyterhub"
+    hub.parent.mkdir(parents=True)
+    hub.write_text("#!/bin/sh\necho 'this start: port 8000 is taken'\nexit 3\n")
+    hub.chmod(0o755)
+    with pytest.raises(CourseKitError) as raised:
+        processes.start_hub(paths, State(), {"url": "http://127.0.0.1:1", "course_id": "c"}, print, timeout=30)
+    message = str(raised.value)
+    assert "JupyterHub exited (3)" in message and "this start: port 8000 is taken" in message
+    assert "an earlier run's line" not in message, "only what this start logged"
+
+
 def test_the_gradebook_and_queue_live_in_the_courses_postgresql_behind_its_socket(tmp_path):
     from sqlalchemy.engine import make_url
     from traitlets.config.loader import PyFileConfigLoader
