@@ -775,15 +775,15 @@ def boundary(assignment) -> list[Hostile]:
                   solved="all", bodies={"train_bpe_tokenizer": trained + "\n" + attack(assignment, "boundary_tokenizer_bomb", char="e", by="e", steps=100_000, kind="time")}),
                 "a tokenizer that runs for hours in native code", group="boundary", twin="twin_tokenizer_none",
                 payload="PAYLOAD boundary_tokenizer_time"),
-        Hostile(S("boundary_frame_flood", "full solution; 20 messages of 40 frames of 1 MiB each on IOPub",
-                  solved="all", **_after_function("attention", attack(assignment, "boundary_flood", messages=20,
+        Hostile(S("boundary_frame_flood", "full solution; 10 messages of 40 frames of 1 MiB each on IOPub",
+                  solved="all", **_after_function("attention", attack(assignment, "boundary_flood", messages=10,
                                                                             frames=40, kind="frame_flood"), assignment)),
                 "messages of many frames, each frame within ZeroMQ's own limit", group="boundary", twin="twin_full",
                 payload="PAYLOAD boundary_frame_flood"),
-        Hostile(S("boundary_backlog_flood", "full solution; 40 messages of 4 MiB on IOPub (2.5 times what the grader "
-                  "queues), as fast as it can",
+        Hostile(S("boundary_backlog_flood", "full solution; 40 messages of 1 MiB on IOPub (2.5 times the messages the "
+                  "grader queues), as fast as it can",
                   solved="all", **_after_function("attention", attack(assignment, "boundary_flood", messages=40,
-                                                                            frames=4, kind="backlog_flood"), assignment)),
+                                                                            frames=1, kind="backlog_flood"), assignment)),
                 "a backlog of messages, each within the limit", group="boundary", twin="twin_full",
                 payload="PAYLOAD boundary_backlog_flood"),
     ]
