@@ -150,6 +150,11 @@ class FeedbackExporter(HTMLExporter):
     either: then the page is exported the stock way. Otherwise the page is the one stock writes, but for how the
     parser re-serialises it (``tests/unit/test_feedback.py`` checks both).
 
+    nbconvert has no switch for the pass, so ``from_notebook_node`` repeats the lines of ``HTMLExporter``'s that come
+    before it (its two filters, with nbconvert's ``_init_resources`` and ``_nb_metadata``): the one place this
+    course uses nbconvert's internals. The unit test that compares the page with stock's is its canary: it fails
+    when an nbconvert upgrade changes what the stock export does (nbconvert is pinned in ``constraints.txt``).
+
     Its templates are compiled once per process (``COMPILED``), not once per page: grading on submit makes a page per
     submission, each with a new exporter, in a process that lives for many."""
 
@@ -164,17 +169,13 @@ class FeedbackExporter(HTMLExporter):
                repr(sorted(self.lexer_options.items())))
         return REMEMBERED.get(key, lambda: super(FeedbackExporter, self).markdown2html(context, source))
 
-    def _create_environment(self):
-        environment = super()._create_environment()
-        environment.bytecode_cache = COMPILED
-        return environment
-
     def from_notebook_node(self, nb, resources=None, **kw):
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
         highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
         if isinstance(highlight_code, Highlight2HTML):
             highlight_code = RememberedHighlight(highlight_code)
+        self.environment.bytecode_cache = COMPILED  # before any template of this exporter is loaded
         first = copy.deepcopy(resources)  # the stock export, if it must run, starts from what it was given
         resources = self._init_resources(resources)
         self.register_filter("highlight_code", highlight_code)
