@@ -213,11 +213,13 @@ class Remembered:
         self.most, self.pieces = most, {}
 
     def get(self, key, render):
-        if key not in self.pieces:
+        piece = self.pieces.get(key)
+        if piece is None:  # a rendered piece is a string
+            piece = render()
             if len(self.pieces) >= self.most:
                 self.pieces.clear()
-            self.pieces[key] = render()
-        return self.pieces[key]
+            self.pieces[key] = piece
+        return piece
 
 
 REMEMBERED = Remembered()
