@@ -237,6 +237,8 @@ class RememberedHighlight:
         key = ("code", source, language, magics, self.highlight.pygments_lexer,
                repr(sorted(self.highlight.extra_formatter_options.items())))
         return REMEMBERED.get(key, lambda: self.highlight(source, language, metadata))
+
+
 STOCK_PASS = re.compile(r"<img\b|jp-Notebook|jp-Cell-inputWrapper|jp-OutputArea-output", re.IGNORECASE)
 
 
