@@ -23,6 +23,7 @@ What it has seen, and how often it enqueued each submission, lives in the queue'
 """
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import itertools
@@ -185,13 +186,7 @@ class Watcher:
 
         course, name = self.course, hw.name
         seen = self.queue.seen(name)
-        due: list[datetime | None] = []  # read from the gradebook only in a look that finds a submission ready
-
-        def due_now() -> datetime | None:
-            if not due:
-                due.append(due_date(course, name))
-            return due[0]
-
+        due_now = functools.cache(lambda: due_date(course, name))  # read only in a look that finds one ready
         now = time.monotonic()
         ready: dict[str, tuple[str, Seen]] = {}
         for student in course.students("submitted", name):
