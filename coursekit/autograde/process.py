@@ -7,7 +7,8 @@ formgrader's button):
 1. opens a ``Slot`` (``coursekit.sandbox.slot``): a private folder, the kernel's cgroup and the checker's cgroup;
 2. starts a child (multiprocessing's ``forkserver``, whose server has imported PyTorch and nbgrader once, so a child
    starts in milliseconds), moves it into the checker's cgroup (``checker_memory_mb``, ``checker_processes``: all its
-   threads and native code) and only then sends it the job: the notebook, the plan, the salt, the deadline;
+   threads and native code) and only then sends it the job: the notebook, the plan, the salt, the deadline (the
+   submission's budget counts from here, so the forkserver's own start is never charged to the first student);
 3. the child (``child.run``) starts the sandboxed kernel in the slot and runs ``GradingExecute.grade``, reporting
    every cell as soon as it is final and every log line;
 4. the parent keeps what the child reported (each report bounded in bytes before it is read), and kills the child
@@ -69,13 +70,15 @@ def grade_in_process(ge, nb, resources, plan, salt: str, seconds: float):
     child = ctx.Process(target=_child_main, args=(there,), name="coursekit-grading")
     reported: set[int] = set()
     cause = None
-    started = time.monotonic()
-    deadline = started + seconds
     try:
+        # Returns once the child is forked: a grading process's first child waits for the forkserver to start and
+        # import what it preloads (2.6 s on a quiet machine, several times that on a busy one). That is the grader's
+        # own cost, not the submission's: its budget starts after it, when its job is sent.
         child.start()
         there.close()
         if slot.checker is not None:
             slot.checker.join(child.pid)
+        deadline = time.monotonic() + seconds
         job = {"grader": type(ge), "config": ge.config, "nb": nb, "resources": _plain(resources), "plan": plan.to_json(), "salt": salt,
                "output_limit": policy.output_limit_mb << 20,
                "deadline": deadline, "slot": slot.to_dict(), "env": _environment(), "cwd": os.getcwd(),

@@ -9,6 +9,7 @@ import json
 import math
 import secrets
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -403,6 +404,35 @@ def test_a_right_answer_passes_and_a_wrong_one_fails_in_the_checker(config, tmp_
     check, _ = check_of(autograde(config, tmp_path / "blank", "def double(x):\n    raise NotImplementedError()"))
     assert check["message"] == "`double` raised NotImplementedError"
     assert check["line"].startswith("torch.testing.assert_close(double(")  # a visible line: shown
+
+
+def test_the_budget_starts_when_the_submissions_job_is_sent(config, tmp_path, monkeypatch):
+    """A grading process's first child waits for its forkserver to start and import PyTorch: the grader's own cost.
+    Here that start is made longer than the whole budget, and the submission still gets all of its budget."""
+    from coursekit.autograde import process
+
+    real = process._context()
+
+    class SlowChild:  # a real grading child, whose start takes 7 s
+        def __init__(self, **kwargs):
+            self.child = real.Process(**kwargs)
+
+        def start(self):
+            time.sleep(7)
+            self.child.start()
+
+        def __getattr__(self, name):
+            return getattr(self.child, name)
+
+    class SlowStart:  # the real forkserver context
+        Pipe = staticmethod(real.Pipe)
+        Process = SlowChild
+
+    monkeypatch.setattr(process, "_context", SlowStart)
+    config = config.copy()
+    config.GradingSandbox.wall_limit_s = 6  # the budget (no measured solution time)
+    check, cell = check_of(autograde(config, tmp_path, "def double(x):\n    return x + x"))
+    assert check == {"passed": True} and cell.outputs[0].text == "visible check passed\n", cell.outputs
 
 
 def test_test_code_never_reaches_the_students_kernel(config, tmp_path):
